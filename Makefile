@@ -1,0 +1,55 @@
+# Two commands on a fresh machine: `make book` and `make test`. Each sets up .venv itself.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BUNDLE := _static/vega-bundle.js
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+
+.PHONY: setup book test unit nbval browser-deps browser lab outputs bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+$(BUNDLE): $(STAMP)
+	$(BIN)/python -c "from gpumodel.charts import write_bundle; write_bundle('_static')"
+
+## book: build the HTML into _build/html, executing every notebook, warnings as errors
+book: $(STAMP) $(BUNDLE)
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees
+	GPUMODEL_BOOK=1 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
+
+## test: unit and property tests, strict nbval on every chapter, then the book and a browser test
+test: $(STAMP) browser-deps
+	$(BIN)/pytest tests -q --ignore=tests/test_browser.py
+	env -u GPUMODEL_BOOK $(BIN)/pytest $(NBVAL) -q $(NOTEBOOKS)
+	$(MAKE) book
+	GPUMODEL_REQUIRE_BROWSER=1 $(BIN)/pytest tests/test_browser.py -q
+
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+## lab: JupyterLab on the chapters, widgets live
+lab: $(STAMP)
+	env -u GPUMODEL_BOOK $(BIN)/jupyter lab book/
+
+## outputs: re-execute the notebooks in place after an intended model change; review `git diff book/`
+outputs: $(STAMP)
+	env -u GPUMODEL_BOOK $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.store_widget_state=False $(NOTEBOOKS)
+
+## bench: callback latency, sweep speed and import time into _build/bench.json
+bench: $(STAMP)
+	mkdir -p _build
+	$(BIN)/python -m gpumodel.bench _build/bench.json
+
+clean:
+	rm -rf _build $(BUNDLE)

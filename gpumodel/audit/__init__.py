@@ -1,0 +1,65 @@
+"""The seed audit: every number from the seed posts that the book reproduces.
+
+Each row holds the number as the post prints it and a function that computes the
+model's value at call time. A row ``match``es when the model's value, rounded the way
+the post rounded it, equals the post's number; otherwise it ``differs`` and its note
+says why. Chapters add rows by adding a module here and listing it in ``_CHAPTERS``.
+Rendered in :doc:`/book/seed_audit`; printed by ``python -m gpumodel reproduce``.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+_CHAPTERS = ("memory_hierarchy",)
+
+
+@dataclass(frozen=True)
+class SeedRow:
+    """One audited number. ``seed_value`` is a string exactly as printed in the post."""
+    id: str
+    seed_value: str
+    model: Callable[[], float]
+    unit: str
+    source: str
+    note_if_differs: str = ""
+    note: str = ""
+
+    def evaluate(self) -> dict:
+        """The row with ``model_value`` computed now and its ``status``."""
+        value = float(self.model())
+        status = "match" if rounds_to(value, self.seed_value) else "differs"
+        note = self.note_if_differs if status == "differs" else self.note
+        return {"id": self.id, "seed_value": self.seed_value, "model_value": value,
+                "unit": self.unit, "source": self.source, "status": status, "note": note}
+
+
+def rounds_to(value: float, printed: str) -> bool:
+    """Whether ``value`` rounded to the precision of ``printed`` (e.g. ``"5.2e-05"``, ``"1.73"``) equals it."""
+    text = printed.strip().lower().replace(",", "")
+    target = float(text)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        scale = 10.0 ** int(exponent)
+        return round(value / scale, decimals) == round(target / scale, decimals)
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return round(value, decimals) == round(target, decimals)
+
+
+def rows() -> list[SeedRow]:
+    """Every registered row, chapter by chapter."""
+    out: list[SeedRow] = []
+    for chapter in _CHAPTERS:
+        out.extend(importlib.import_module(f"{__name__}.{chapter}").ROWS)
+    ids = [r.id for r in out]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    if dupes:
+        raise ValueError(f"duplicate seed-audit ids: {sorted(dupes)}")
+    return out
+
+
+def reproduce() -> list[dict]:
+    """Evaluate every row now: a list of dicts with id, seed_value, model_value, unit, source, status, note."""
+    return [row.evaluate() for row in rows()]

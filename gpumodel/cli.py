@@ -1,0 +1,127 @@
+"""Command line: ``python -m gpumodel <command>``; ``--json`` for machine-readable output.
+
+Bad input exits with code 2 and one line on stderr.
+Explained in :doc:`/book/about` (section "From a terminal").
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import hardware, memory
+from .units import MiB, TFLOPS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ValueError(message)
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    text = [[c for c in columns]] + [[_fmt(r[c]) for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in text) for i in range(len(columns))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in text]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _list(args) -> tuple[list[dict], list[str]]:
+    rows = [r for r in hardware.records() if args.kind in (None, r["kind"])]
+    return rows, ["name", "year", "memory_gb", "memory_bandwidth_gbs", "l2_cache_mib", "fp16_tflops",
+                  "bf16_tflops", "fp8_tflops", "tdp_w"]
+
+
+def _show(args) -> tuple[list[dict], list[str]]:
+    record = next(r for r in hardware.records() if r["name"] == hardware.get(args.name).name)
+    return [{"field": k, "value": v} for k, v in record.items()], ["field", "value"]
+
+
+def _matmul(args) -> tuple[list[dict], list[str]]:
+    acc = hardware.get(args.accelerator)
+    m, k, n = args.m, args.k, args.n
+    peak = acc.peak_flops(args.dtype)
+    traffic = memory.matmul_tile_traffic(m, k, n, args.tile, args.dtype, args.scheme)
+    load_s = memory.transfer_seconds(traffic, acc.memory_bandwidth_gbs, args.bandwidth_unit)
+    intensity = memory.arithmetic_intensity(m, k, n, args.dtype)
+    roof_s = memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, args.dtype)
+    ridge = memory.ridge_point(peak, acc.bandwidth)
+    row = {"accelerator": acc.name, "m": m, "k": k, "n": n, "dtype": args.dtype, "tile": args.tile,
+           "scheme": args.scheme, "tile_loads": float(memory.tile_loads(m, k, n, args.tile, args.scheme)),
+           "tile_traffic_mib": float(traffic / MiB), "tile_load_seconds": float(load_s),
+           "flop": float(memory.matmul_flops(m, k, n)), "intensity_flop_per_byte": float(intensity),
+           "ridge_flop_per_byte": float(ridge), "bound": "compute" if intensity >= ridge else "memory",
+           "roofline_seconds": float(roof_s),
+           "roofline_tflops": float(memory.matmul_flops(m, k, n) / roof_s / TFLOPS)}
+    return [{"quantity": q, "value": v} for q, v in row.items()], ["quantity", "value"]
+
+
+def _compare(args) -> tuple[list[dict], list[str]]:
+    a, b = hardware.get(args.first), hardware.get(args.second)
+    rows = [{"quantity": "memory bandwidth (GB/s)", a.name: a.memory_bandwidth_gbs, b.name: b.memory_bandwidth_gbs,
+             "ratio": float(memory.bandwidth_ratio(a.memory_bandwidth_gbs, b.memory_bandwidth_gbs))}]
+    pa, pb = a.peak_flops(args.dtype) / TFLOPS, b.peak_flops(args.dtype) / TFLOPS
+    rows.append({"quantity": f"dense {args.dtype} TFLOPS", a.name: pa, b.name: pb, "ratio": pa / pb})
+    ra, rb = float(a.ridge_point(args.dtype)), float(b.ridge_point(args.dtype))
+    rows.append({"quantity": "ridge point (FLOP/byte)", a.name: ra, b.name: rb, "ratio": ra / rb})
+    return rows, ["quantity", a.name, b.name, "ratio"]
+
+
+def _reproduce(args) -> tuple[list[dict], list[str]]:
+    from . import audit
+
+    return audit.reproduce(), ["id", "seed_value", "model_value", "unit", "status", "note"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m gpumodel", description="Estimates from the book's models.")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("list", help="list the accelerators in the hardware table")
+    p.add_argument("--kind", choices=["gpu", "tpu"])
+    p.set_defaults(run=_list)
+    p = sub.add_parser("show", help="every field of one accelerator")
+    p.add_argument("name")
+    p.set_defaults(run=_show)
+    p = sub.add_parser("matmul", help="tile traffic, load time and roofline time of C[m,n] = A[m,k] @ B[k,n]")
+    p.add_argument("--accelerator", "-a", required=True)
+    p.add_argument("-m", type=int, required=True)
+    p.add_argument("-k", type=int, required=True)
+    p.add_argument("-n", type=int, required=True)
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--tile", type=int, default=128)
+    p.add_argument("--scheme", default="output_stationary", choices=memory.LOAD_SCHEMES)
+    p.add_argument("--bandwidth-unit", default="GB/s", help="how to read the datasheet bandwidth (GB/s or GiB/s)")
+    p.set_defaults(run=_matmul)
+    p = sub.add_parser("compare", help="bandwidth, peak and ridge point of two accelerators")
+    p.add_argument("first")
+    p.add_argument("second")
+    p.add_argument("--dtype", default="fp16")
+    p.set_defaults(run=_compare)
+    p = sub.add_parser("reproduce", help="the seed audit: every number from the posts, recomputed")
+    p.set_defaults(run=_reproduce)
+    for p in sub.choices.values():
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        rows, columns = args.run(args)
+    except ValueError as err:
+        print(f"gpumodel: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rows, indent=2, default=float))
+    else:
+        print(_table(rows, columns))
+    return 0

@@ -1,0 +1,156 @@
+"""Accelerator specifications, loaded and validated from ``data/accelerators.csv``.
+
+Every row names its source. Values are stored as the datasheets publish them
+(decimal GB, GB/s, TFLOPS; KiB of shared memory, MiB of L2) and converted to base
+units by the properties of :class:`Accelerator`. Tensor throughputs are **dense**;
+the 2:4-sparse peak is derived (x2) only for parts that support it.
+Explained in :doc:`/book/memory_hierarchy` (section "The hardware table").
+"""
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass, fields
+from importlib import resources
+
+from . import _checks
+from .units import GB, KiB, MiB, TFLOPS
+
+TENSOR_COLUMNS = {"fp16": "fp16_tflops", "bf16": "bf16_tflops", "tf32": "tf32_tflops",
+                  "fp8": "fp8_tflops", "int8": "int8_tops", "fp4": "fp4_tflops"}
+_REQUIRED = ("name", "vendor", "kind", "architecture", "year", "memory_gb",
+             "memory_bandwidth_gbs", "source")
+_FLAGS = ("sparse_2_4", "geforce_half_rate")
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One row of the hardware table (published units; see the properties for base units)."""
+    name: str
+    vendor: str
+    kind: str
+    architecture: str
+    year: int
+    memory_gb: float
+    memory_bandwidth_gbs: float
+    sm_count: int | None
+    tensor_cores_per_sm: int | None
+    boost_clock_mhz: float | None
+    shared_mem_per_sm_kib: float | None
+    l2_cache_mib: float | None
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    tf32_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    fp4_tflops: float | None
+    fp32_tflops: float | None
+    sparse_2_4: bool
+    geforce_half_rate: bool
+    tdp_w: float | None
+    launch_price_usd: float | None
+    source: str
+
+    @property
+    def memory_bytes(self) -> float:
+        """Memory capacity in bytes (datasheet GB taken as 1e9 bytes)."""
+        return self.memory_gb * GB
+
+    @property
+    def bandwidth(self) -> float:
+        """Peak memory bandwidth in bytes/s (datasheet GB/s taken as 1e9 bytes/s)."""
+        return self.memory_bandwidth_gbs * GB
+
+    @property
+    def l2_bytes(self) -> float | None:
+        """L2 cache in bytes (datasheet MB of cache are binary: 2**20 bytes)."""
+        return None if self.l2_cache_mib is None else self.l2_cache_mib * MiB
+
+    @property
+    def shared_bytes_per_sm(self) -> float | None:
+        """Combined L1/shared memory per SM in bytes."""
+        return None if self.shared_mem_per_sm_kib is None else self.shared_mem_per_sm_kib * KiB
+
+    def peak_flops(self, dtype: str = "fp16", sparse: bool = False) -> float:
+        """Dense tensor peak in FLOP/s (OP/s for int8) for ``dtype``; x2 if ``sparse`` and 2:4 is supported.
+
+        Raises ValueError when the accelerator has no tensor throughput for ``dtype``.
+        """
+        dtype = _checks.choice("dtype", dtype, TENSOR_COLUMNS)
+        value = getattr(self, TENSOR_COLUMNS[dtype])
+        if value is None:
+            have = [d for d, c in TENSOR_COLUMNS.items() if getattr(self, c) is not None]
+            raise ValueError(f"{self.name} has no {dtype} tensor throughput in the table "
+                             f"(it has: {', '.join(have) or 'none'})")
+        if sparse and not self.sparse_2_4:
+            raise ValueError(f"{self.name} does not support 2:4 sparsity")
+        return value * TFLOPS * (2.0 if sparse else 1.0)
+
+    def ridge_point(self, dtype: str = "fp16") -> float:
+        """Arithmetic intensity (FLOP/byte) where compute and memory time are equal."""
+        return self.peak_flops(dtype) / self.bandwidth
+
+
+def _parse(row: dict, line: int) -> Accelerator:
+    kwargs = {}
+    for f in fields(Accelerator):
+        raw = (row.get(f.name) or "").strip()
+        where = f"accelerators.csv line {line}, column {f.name}"
+        if f.name in _REQUIRED and not raw:
+            raise ValueError(f"{where}: required value is empty")
+        if f.name in _FLAGS:
+            if raw not in ("yes", "no"):
+                raise ValueError(f"{where}: must be 'yes' or 'no' (got {raw!r})")
+            kwargs[f.name] = raw == "yes"
+        elif f.type in ("str",):
+            kwargs[f.name] = raw
+        elif not raw:
+            kwargs[f.name] = None
+        else:
+            try:
+                number = float(raw)
+            except ValueError:
+                raise ValueError(f"{where}: not a number ({raw!r})") from None
+            if number <= 0:
+                raise ValueError(f"{where}: must be > 0 (got {raw})")
+            kwargs[f.name] = int(number) if f.type.startswith("int") else number
+    if kwargs["kind"] not in ("gpu", "tpu"):
+        raise ValueError(f"accelerators.csv line {line}: kind must be 'gpu' or 'tpu'")
+    return Accelerator(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> dict[str, Accelerator]:
+    text = resources.files("gpumodel").joinpath("data/accelerators.csv").read_text()
+    rows = csv.DictReader(text.splitlines())
+    missing = set(f.name for f in fields(Accelerator)) - set(rows.fieldnames or ())
+    if missing:
+        raise ValueError(f"accelerators.csv lacks columns: {', '.join(sorted(missing))}")
+    table: dict[str, Accelerator] = {}
+    for line, row in enumerate(rows, start=2):
+        acc = _parse(row, line)
+        if acc.name in table:
+            raise ValueError(f"accelerators.csv line {line}: duplicate name {acc.name!r}")
+        table[acc.name] = acc
+    return table
+
+
+def names() -> list[str]:
+    """Names of every accelerator in the table, in table order."""
+    return list(_load())
+
+
+def accelerators() -> list[Accelerator]:
+    """Every accelerator in the table, in table order."""
+    return list(_load().values())
+
+
+def get(name: str) -> Accelerator:
+    """The accelerator called ``name`` (case-insensitive); unknown names raise ValueError with suggestions."""
+    table = _load()
+    return table[_checks.choice("accelerator", name, table)]
+
+
+def records() -> list[dict]:
+    """The table as a list of dicts (published units), e.g. for ``pandas.DataFrame``."""
+    return [{f.name: getattr(a, f.name) for f in fields(Accelerator)} for a in accelerators()]
