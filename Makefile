@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-BUNDLE := _static/vega-bundle.js
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 
@@ -14,14 +13,11 @@ setup: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	touch $(STAMP)
 
-$(BUNDLE): $(STAMP)
-	$(BIN)/python -c "from gpumodel.charts import write_bundle; write_bundle('_static')"
-
 ## book: build the HTML into _build/html, executing every notebook, warnings as errors
-book: $(STAMP) $(BUNDLE)
+book: $(STAMP)
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	GPUMODEL_BOOK=1 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 
@@ -44,7 +40,8 @@ lab: $(STAMP)
 ## outputs: re-execute the notebooks in place after an intended model change; review `git diff book/`
 outputs: $(STAMP)
 	env -u GPUMODEL_BOOK $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	  --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.store_widget_state=False $(NOTEBOOKS)
+	  --ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
+	$(BIN)/python tools/strip_widget_state.py $(NOTEBOOKS)
 
 ## bench: callback latency, sweep speed and import time into _build/bench.json
 bench: $(STAMP)
@@ -52,4 +49,4 @@ bench: $(STAMP)
 	$(BIN)/python -m gpumodel.bench _build/bench.json
 
 clean:
-	rm -rf _build $(BUNDLE)
+	rm -rf _build

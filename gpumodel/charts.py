@@ -1,7 +1,8 @@
 """Altair set-up for the book and for Jupyter; one offline renderer for the HTML build.
 
-In Jupyter, charts use Altair's ``mimetype`` renderer, which JupyterLab draws itself with
-no network. In the book build (environment variable ``GPUMODEL_BOOK=1``, set by
+In Jupyter, a chart's Vega-Lite spec is compiled to Vega (offline, by vl-convert) and sent
+as ``application/vnd.vega.v5+json``, which JupyterLab draws itself with no network
+(JupyterLab has no renderer for Altair 6's Vega-Lite 6 mimetype). In the book build (environment variable ``GPUMODEL_BOOK=1``, set by
 ``make book``), charts are emitted as a ``<div>`` plus a call to ``vegaEmbed`` from the
 book's own ``_static/vega-bundle.js``: no CDN, and a div id derived from the spec so
 re-running a notebook gives identical output.
@@ -55,10 +56,23 @@ def _book_renderer(spec: dict, **_) -> dict:
     return {"text/html": embed_html(spec)}
 
 
+def _jupyter_renderer(spec: dict, **_) -> dict:
+    import vl_convert as vlc
+
+    vega = vlc.vegalite_to_vega(spec, vl_version=_vl_version())
+    return {"application/vnd.vega.v5+json": vega,
+            "text/plain": "<chart: open this notebook in JupyterLab, or read the HTML book, to see it>"}
+
+
+def _vl_version() -> str:
+    return ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+
+
 def setup() -> None:
     """Choose the renderer for this environment; called when this module is imported."""
     alt.renderers.register("gpumodel_book", _book_renderer)
-    alt.renderers.enable("gpumodel_book" if book_mode() else "mimetype")
+    alt.renderers.register("gpumodel_jupyter", _jupyter_renderer)
+    alt.renderers.enable("gpumodel_book" if book_mode() else "gpumodel_jupyter")
     alt.data_transformers.disable_max_rows()
 
 
@@ -66,11 +80,10 @@ def write_bundle(static_dir: str | Path) -> Path:
     """Write vega, vega-lite and vega-embed as one script into ``static_dir`` (offline, via vl-convert)."""
     import vl_convert as vlc
 
-    vl_version = alt.SCHEMA_VERSION.lstrip("v")
-    major_minor = ".".join(vl_version.split(".")[:2])
     path = Path(static_dir) / BUNDLE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(vlc.javascript_bundle(vl_version=major_minor))
+    bundle = vlc.javascript_bundle(vl_version=_vl_version())
+    path.write_text("(function () {\n" + bundle + "\n})();\n")
     return path
 
 

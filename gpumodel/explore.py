@@ -166,7 +166,14 @@ def show(exploration: Exploration):
 
 
 def callback_seconds(exploration: Exploration, values: dict) -> float:
-    """Wall time of one live-panel callback without a frontend: recompute, rebuild and serialise the chart."""
+    """Wall time of one live-panel callback without a frontend: recompute, rebuild and render the chart's output."""
     start = time.perf_counter()
-    exploration.draw(**values).to_dict()
+    exploration.draw(**values)._repr_mimebundle_()
     return time.perf_counter() - start
+
+
+def glue(name: str, value) -> None:
+    """Make a computed number available to the prose as ``{glue:text}`name:.2f```; shows nothing in the cell."""
+    from myst_nb import glue as myst_glue
+
+    myst_glue(name, float(value), display=False)

@@ -276,3 +276,13 @@ def tpu_post_seconds(tile, bandwidth, dtype: str = "fp16", unit: str = TPU_POST[
     """
     p = TPU_POST
     return matmul_load_seconds(p["m"], p["k"], p["n"], tile, bandwidth, dtype, unit)
+
+
+def tile_footprint(tile, dtype: str = "fp16", buffers: int = 2):
+    """Shared-memory bytes held by ``buffers`` square tiles of ``dtype`` (2 = one tile of A and one of B).
+
+    Explained in :doc:`/book/memory_hierarchy` (section "Tiles: why bigger tiles reuse more").
+    """
+    tile = _checks.positive_int("tile", tile)
+    buffers = _checks.positive_int("buffers", buffers)
+    return buffers * tile**2 * dtype_bytes(dtype)

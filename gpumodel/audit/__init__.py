@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-_CHAPTERS = ("memory_hierarchy",)
+_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision")
 
 
 @dataclass(frozen=True)
@@ -63,3 +63,13 @@ def rows() -> list[SeedRow]:
 def reproduce() -> list[dict]:
     """Evaluate every row now: a list of dicts with id, seed_value, model_value, unit, source, status, note."""
     return [row.evaluate() for row in rows()]
+
+
+def frame(prefixes: tuple[str, ...] = ()):
+    """The audit as a pandas DataFrame (model values to 4 significant figures), optionally only ids with ``prefixes``."""
+    import pandas as pd
+
+    rows = [r for r in reproduce() if not prefixes or r["id"].startswith(tuple(prefixes))]
+    table = pd.DataFrame(rows, columns=["id", "seed_value", "model_value", "unit", "status", "source", "note"])
+    table["model_value"] = [f"{v:.4g}" for v in table["model_value"]]
+    return table.rename(columns={"seed_value": "post", "model_value": "model"}).set_index("id")

@@ -1,7 +1,7 @@
 """Seed-audit rows of the chapter on the memory hierarchy (TPU post; GPU guide's bandwidth estimate)."""
 from __future__ import annotations
 
-from .. import hardware, memory
+from .. import hardware, measured, memory
 from ..units import MiB
 from . import SeedRow
 
@@ -24,6 +24,17 @@ def _traffic(tile, dtype="fp16"):
 
 def _decimal_tpu_seconds():
     return memory.tpu_post_seconds(P["tpu_tile"], P["tpu_bandwidth"], unit="GB/s")
+
+
+def _dle(network):
+    """The post's recipe on one fixed comparison: 1 GPU, A100 40GB against the 16 GB V100 of DGX-1."""
+    return next(r["corrected"] for r in measured.a100_v100_speedups(network)
+                if r["gpus"] == 1 and r["v100"] == "V100 SXM2 16GB")
+
+
+def _dle_range(network):
+    values = [r["corrected"] for r in measured.a100_v100_speedups(network)]
+    return f"{min(values):.2f}x to {max(values):.2f}x"
 
 
 def _rounded_2080ti_slower():
@@ -84,4 +95,19 @@ ROWS = [
             lambda: memory.bandwidth_ratio(hardware.get("A100 SXM4 40GB").memory_bandwidth_gbs,
                                            hardware.get("V100 SXM2 16GB").memory_bandwidth_gbs),
             "x", f'{GUIDE_SRC}, "Memory Bandwidth"', note="1555 GB/s over 900 GB/s, from the hardware table."),
+    SeedRow("bandwidth.a100_vs_v100_maskrcnn", "1.47", lambda: _dle("maskrcnn"), "x",
+            f'{GUIDE_SRC}, "Practical Ada / Hopper Speed Estimates"',
+            note="NVIDIA DeepLearningExamples, 1 GPU: 25 against 15 img/s at batch 8 against 4, "
+                 "less 13.6% for the one batch doubling."),
+    SeedRow("bandwidth.a100_vs_v100_transformer", "1.70", lambda: _dle("transformer"), "x",
+            f'{GUIDE_SRC}, "Practical Ada / Hopper Speed Estimates"',
+            note_if_differs="The post's corrections applied to NVIDIA's DeepLearningExamples throughputs "
+                            "(1 GPU against the 16 GB V100) do not give 1.70; over every GPU count and V100 "
+                            f"variant in the tables they give {_dle_range('transformer')}. The post may have used "
+                            "NVIDIA's performance web page of the time."),
+    SeedRow("bandwidth.a100_vs_v100_seresnext", "1.43", lambda: _dle("seresnext101_pyt"), "x",
+            f'{GUIDE_SRC}, "Practical Ada / Hopper Speed Estimates"',
+            note_if_differs="Not reconstructible from NVIDIA's DeepLearningExamples tables: the PyTorch rows "
+                            f"give {_dle_range('seresnext101_pyt')} and the TensorFlow rows "
+                            f"{_dle_range('seresnext101_tf')} after the post's corrections."),
 ]

@@ -198,5 +198,92 @@ def ridge_table() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def bytes_per_element(dtype: str) -> float:
-    return dtype_bytes(dtype)
+HIERARCHY_GPUS = ("V100 SXM2 16GB", "RTX 2080 Ti", "A100 SXM4 40GB", "RTX 3090", "RTX 4090", "H100 SXM5", "B200")
+LEVELS = ("shared", "l1", "l2", "global")
+
+
+def hierarchy_table() -> pd.DataFrame:
+    """Capacity and bandwidth of each level for the chapter's GPUs (hardware table; registers: 256 KiB per SM)."""
+    rows = [hardware.get(n) for n in HIERARCHY_GPUS]
+    return pd.DataFrame({"GPU": [a.name for a in rows], "SMs": pd.array([a.sm_count for a in rows], dtype="Int64"),
+                         "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
+                         "L2 (MiB)": [a.l2_cache_mib for a in rows],
+                         "memory (GB)": [a.memory_gb for a in rows],
+                         "bandwidth (GB/s)": [a.memory_bandwidth_gbs for a in rows]}).set_index("GPU")
+
+
+def latency_table() -> pd.DataFrame:
+    """Preferred measured latency in cycles per architecture and memory level (gpumodel/data/latencies.csv)."""
+    from .. import measured
+
+    rows = [r for r in measured.latencies() if r["preferred"] and r["quantity"] in LEVELS]
+    table = pd.DataFrame(rows).pivot_table(index="architecture", columns="quantity", values="cycles")
+    order = [a for a in measured.architectures() if a in table.index]
+    return table.reindex(index=order, columns=[c for c in LEVELS if c in table.columns])
+
+
+def latency_chart():
+    """Bar chart of the latency table: cycles to reach each level, per architecture."""
+    table = latency_table().reset_index().melt(id_vars="architecture", var_name="level", value_name="cycles")
+    table = table.dropna()
+    return alt.Chart(table).mark_bar().encode(
+        y=alt.Y("architecture:N", sort=list(latency_table().index), title=None),
+        x=alt.X("cycles:Q", title="latency (SM clock cycles)"),
+        color=alt.Color("level:N", sort=list(LEVELS), title="level"),
+        yOffset=alt.YOffset("level:N", sort=list(LEVELS)),
+        tooltip=["architecture:N", "level:N", "cycles:Q"],
+    ).properties(width=420, height=320)
+
+
+def a100_v100_table() -> pd.DataFrame:
+    """Measured A100/V100 speed-ups (DeepLearningExamples), raw and batch/network-corrected, next to the bandwidth ratio."""
+    from .. import measured
+
+    rows = measured.a100_v100_speedups()
+    ratio = memory.bandwidth_ratio(hardware.get("A100 SXM4 40GB").memory_bandwidth_gbs,
+                                   hardware.get("V100 SXM2 16GB").memory_bandwidth_gbs)
+    table = pd.DataFrame({"network": [r["network"] for r in rows], "GPUs": [r["gpus"] for r in rows],
+                          "against": [r["v100"] for r in rows],
+                          "batch A100 / V100": [f"{r['batch_a100']:.0f} / {r['batch_v100']:.0f}" for r in rows],
+                          "measured": [round(r["raw"], 2) for r in rows],
+                          "corrected": [round(r["corrected"], 2) for r in rows]})
+    table["bandwidth ratio"] = round(float(ratio), 2)
+    return table
+
+
+#: RRZE's STREAM runs used PCIe boards; each maps to the table row with the same memory system.
+STREAM_HARDWARE = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB",
+                   "H100 PCIe": "H100 PCIe", "MI300X": "MI300X"}
+
+
+def stream_table() -> pd.DataFrame:
+    """Best measured streaming bandwidth (read, scale or triad) against the datasheet peak."""
+    from .. import measured
+
+    rows = []
+    for hw, name in STREAM_HARDWARE.items():
+        values = [r["value"] for r in measured.measurements("stream.") if r["hardware"] == hw]
+        peak = hardware.get(name).memory_bandwidth_gbs
+        rows.append({"GPU (measured board)": hw, "datasheet (GB/s)": peak, "best measured (GB/s)": max(values),
+                     "fraction of datasheet": round(max(values) / peak, 2)})
+    return pd.DataFrame(rows).set_index("GPU (measured board)")
+
+
+def deepbench_table(gpu: str = "V100 SXM2 16GB") -> pd.DataFrame:
+    """DeepBench cuBLAS FP16 GEMM throughput against the roofline bound for the same shape."""
+    from .. import measured
+
+    acc = hardware.get(gpu)
+    rows = []
+    for r in measured.measurements("deepbench."):
+        parts = r["id"].split(".")
+        if r["hardware"] != acc.name or parts[2] != "fp16" or parts[4] != "nn":
+            continue
+        m, n, k = (int(x) for x in parts[3].split("x"))
+        bound = memory.matmul_flops(m, k, n) / memory.matmul_roofline_seconds(m, k, n, acc.peak_flops("fp16"),
+                                                                               acc.bandwidth) / TFLOPS
+        intensity = memory.arithmetic_intensity(m, k, n)
+        rows.append({"M x N x K": f"{m} x {n} x {k}", "intensity (FLOP/B)": round(float(intensity)),
+                     "roofline bound (TFLOPS)": round(float(bound), 1), "measured (TFLOPS)": r["value"],
+                     "measured / bound": round(r["value"] / float(bound), 2)})
+    return pd.DataFrame(rows).sort_values("intensity (FLOP/B)").set_index("M x N x K")

@@ -1,0 +1,19 @@
+"""Seed-audit rows of the chapter on low precision (GPU guide, "Low-precision Computation")."""
+from __future__ import annotations
+
+from .. import precision
+from . import SeedRow
+
+GUIDE_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "Low-precision Computation"'
+
+ROWS = [
+    SeedRow("low_precision.fp16_max", "65,504", lambda: precision.format_info("fp16")["max"], "largest finite value",
+            GUIDE_SRC,
+            note="The largest finite FP16 value, (2 - 2**-10) * 2**15, from numpy.finfo(float16)."),
+    SeedRow("low_precision.bf16_max", "3e38", lambda: precision.format_info("bf16")["max"], "largest finite value",
+            GUIDE_SRC,
+            note=f"The post writes 3*10^38; the exact BF16 maximum is (2 - 2**-7) * 2**127 = "
+                 f"{precision.format_info('bf16')['max']:.17g} (FP32's is "
+                 f"{precision.format_info('fp32')['max']:.8g}), which rounds to 3e38.",
+            note_if_differs="The exact BF16 maximum is (2 - 2**-7) * 2**127 = 3.3895e38."),
+]

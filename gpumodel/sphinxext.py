@@ -1,0 +1,40 @@
+"""Sphinx extension for the book build: offline charts and a clean console.
+
+- writes the Vega/Vega-Lite/vega-embed bundle (from vl-convert, wrapped so its top-level names
+  do not clash with Sphinx's globals) into the built site's ``_static`` and loads it on every page;
+- drops duplicate inline scripts (Jupyter Book 1 registers sphinx-thebe's configuration twice,
+  which throws "Identifier 'THEBE_JS_URL' has already been declared" in the browser);
+- gives the theme a valid default colour mode (an empty one logs a console error);
+- (``make outputs`` strips stored widget state from the notebooks, so none is embedded either:
+  widgets need a live kernel, and the static page uses Vega-Lite sliders instead).
+Explained in :doc:`/book/about` (section "How the interactive figures work").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import charts
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    context["default_mode"] = context.get("default_mode") or "light"
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        key = (str(getattr(script, "filename", script) or ""),
+               tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
+def _build_finished(app, exception):
+    if exception is None and app.builder.format == "html":
+        charts.write_bundle(Path(app.outdir) / "_static")
+
+
+def setup(app):
+    app.add_js_file(charts.BUNDLE_NAME)
+    app.connect("html-page-context", _page_context, priority=900)
+    app.connect("build-finished", _build_finished)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,317 @@
+"""Cycle models of a small matrix multiplication with and without Tensor Cores, and Tensor Core peaks.
+
+The GPU guide's worked example (Dettmers 2023, "Matrix multiplication with Tensor Cores")
+adds up latencies: one global-to-shared load, then rounds of shared-memory loads and math.
+Here that sum is generalised: the number of sequential rounds follows from the matrix size,
+the SMs, the warps per SM and the Tensor Cores per SM. Everything is in cycles (latencies,
+totals), FLOP and seconds; all functions broadcast over numpy arrays.
+Explained in :doc:`/book/tensor_cores`.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+
+import numpy as np
+
+from . import _checks
+from .units import TFLOPS
+
+METHODS = ("ffma", "tensor_core", "async_copy")
+WARP_SIZE = 32
+
+#: The post's example: a 32x32 matmul on 8 SMs with 8 warps and 8 Tensor Cores each, using the
+#: post's own Ampere latency table (its "global memory" 200 cycles is its L2 figure).
+POST_EXAMPLE = {"size": 32, "sms": 8, "warps_per_sm": 8, "tensor_cores_per_sm": 8,
+                "global_latency": 200.0, "shared_latency": 34.0, "ffma_latency": 4.0, "mma_latency": 1.0}
+
+#: Dense FP16-input, FP32-accumulate FLOP per Tensor Core per clock at full rate (1 FMA = 2 FLOP).
+#: GeForce cards of Turing, GA10x, Ada and GB20x run FP32 accumulate at half this rate
+#: (the hardware table's ``geforce_half_rate`` flag). AMD's "Matrix Cores" (4 per CU) are listed
+#: for comparison. Sources in :data:`TENSOR_CORE_SOURCES`.
+FLOP_PER_TENSOR_CORE_PER_CYCLE = {
+    "Volta (GV100)": 128.0,
+    "Turing (TU10x)": 128.0,
+    "Ampere (GA100)": 512.0,
+    "Ampere (GA10x)": 256.0,
+    "Ada (AD10x)": 256.0,
+    "Hopper (GH100)": 1024.0,
+    "Blackwell (GB20x)": 256.0,
+    "CDNA3 (MI300)": 512.0,
+}
+
+#: Where each entry of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` comes from (BibTeX keys in book/bib/tensor_cores.bib).
+TENSOR_CORE_SOURCES = {
+    "Volta (GV100)": "tc_nvidia2017volta: 64 FP16 FMA per clock per Tensor Core (a 4x4x4 product), 8 per SM; "
+                     "125 TFLOPS = 80 x 8 x 128 x 1.53 GHz (worked in tc_crovella2023h100tflops)",
+    "Turing (TU10x)": "tc_nvidia2018turing: 64 FP16 FMA per clock per Tensor Core, 8 per SM "
+                      "(1024 FLOP per SM per clock); GeForce FP32 accumulate at half rate",
+    "Ampere (GA100)": "tc_nvidia2020ampere: 256 FP16 FMA per clock per Tensor Core, 4 per SM; "
+                      "312 TFLOPS = 108 x 4 x 512 x 1.41 GHz (tc_crovella2023h100tflops)",
+    "Ampere (GA10x)": "tc_nvidia2021ga102: 128 dense FP16 FMA per clock per Tensor Core (half of GA100), "
+                      "4 per SM; GeForce FP32 accumulate at half rate",
+    "Ada (AD10x)": "tc_nvidia2023ada (not re-read here): same dense rate per Tensor Core as GA10x; checked "
+                   "against RTX 6000 Ada 364.2 TFLOPS = 142 x 4 x 256 x 2.505 GHz and RTX 4090 165.2 (half rate)",
+    "Hopper (GH100)": "tc_nvidia2022hopper: twice the A100 SM rate clock for clock; 989.4 TFLOPS = "
+                      "132 x 4 x 1024 x 1.83 GHz, H100 PCIe 756 at 1.62 GHz (tc_crovella2023h100tflops)",
+    "Blackwell (GB20x)": "derived, not read from a whitepaper: RTX 5090 209.5 TFLOPS (FP32 accumulate, "
+                         "half rate) = 170 x 4 x 128 x 2.407 GHz",
+    "CDNA3 (MI300)": "tc_amd2023cdna3 (not re-read here): derived from MI300X 1307.4 TFLOPS = "
+                     "304 CUs x 4 Matrix Cores x 512 x 2.1 GHz",
+}
+
+_CHIP_PATTERNS = (
+    (r"\bGV100\b", "Volta (GV100)"),
+    (r"\bTU1\d\d\b", "Turing (TU10x)"),
+    (r"\bGA100\b", "Ampere (GA100)"),
+    (r"\bGA10\d\b", "Ampere (GA10x)"),
+    (r"\bAD10\d\b", "Ada (AD10x)"),
+    (r"\bGH100\b", "Hopper (GH100)"),
+    (r"\bGB20\d\b", "Blackwell (GB20x)"),
+    (r"\bCDNA ?3\b", "CDNA3 (MI300)"),
+)
+
+#: Architectures with a latency table in ``gpumodel.measured`` (see :func:`latency_preset`).
+ARCHITECTURES = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "Ampere (Dettmers 2023)")
+MEMORY_LEVELS = ("l2", "global")
+TENSOR_CORE_LATENCIES = ("throughput", "measured")
+#: Dependent FFMA latency used when an architecture has no measurement: 4 cycles on Volta
+#: (Jia et al. 2018) and Ampere (Abdelkhalik et al. 2022).
+FFMA_LATENCY_FALLBACK = 4.0
+
+
+def _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread):
+    """Validated sequential round counts: global loads, FFMA rounds, Tensor Core rounds."""
+    size = _checks.positive_int("size", size)
+    sms = _checks.positive_int("sms", sms)
+    warps_per_sm = _checks.positive_int("warps_per_sm", warps_per_sm)
+    tensor_cores_per_sm = _checks.positive_int("tensor_cores_per_sm", tensor_cores_per_sm)
+    tile = _checks.positive_int("tensor_core_tile", tensor_core_tile)
+    fma_per_thread = _checks.positive_int("fma_per_thread", fma_per_thread)
+    threads = sms * warps_per_sm * WARP_SIZE
+    global_rounds = np.ceil(2.0 * size**2 / threads)
+    ffma_rounds = np.ceil(size**3 / (threads * fma_per_thread))
+    tensor_core_rounds = np.ceil(np.ceil(size / tile) ** 2 / (sms * tensor_cores_per_sm))
+    return global_rounds, ffma_rounds, tensor_core_rounds
+
+
+def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_core_tile=4,
+                  fma_per_thread=2):
+    """Sequential rounds of the post's matmul: dict of arrays {"global", "ffma", "tensor_core"} (counts).
+
+    - ``global``: loads of 32 elements per warp to bring the two ``size`` x ``size`` operands into
+      shared memory, ceil(2 size^2 / (32 sms warps_per_sm)); 1 in the post.
+    - ``ffma``: rounds of (one shared-memory load, one dependent FFMA) per thread,
+      ceil(size^3 / (threads x ``fma_per_thread``)); the post's 8 for 32^3 FMAs on 2048 threads means
+      2 FMAs per thread per round (``fma_per_thread=1``, one FMA per FFMA instruction, gives 16).
+    - ``tensor_core``: rounds of Tensor Core operations, one per ``tensor_core_tile`` x
+      ``tensor_core_tile`` block of C as the post counts them (8 x 8 = 64 ops; K is not counted),
+      spread over sms x tensor_cores_per_sm Tensor Cores; 1 in the post.
+
+    Explained in :doc:`/book/tensor_cores` (section "Counting rounds").
+    """
+    g, f, t = _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread)
+    g, f, t = np.broadcast_arrays(g, f, t)
+    return {"global": g * 1.0, "ffma": f * 1.0, "tensor_core": t * 1.0}
+
+
+def matmul_cycle_breakdown(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
+                           global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
+                           method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
+    """Cycles spent waiting on global memory, shared memory and math: dict of arrays {"global", "shared", "compute"}.
+
+    ``method`` is ``"ffma"`` (CUDA cores), ``"tensor_core"`` or ``"async_copy"`` (Tensor Cores with
+    asynchronous global-to-shared copies / TMA). Latencies are in cycles; round counts come from
+    :func:`matmul_rounds`. For ``"async_copy"`` the next tile's global load overlaps this tile's
+    shared loads and math, so only ``max(global - shared - compute, 0)`` of it is exposed: the
+    post's (200 - 34 - 1) + 34 + 1 = 200 is the steady-state cost per tile, not the first one.
+    Explained in :doc:`/book/tensor_cores` (section "Where do the cycles go").
+    """
+    method = _checks.choice("method", method, METHODS)
+    g_rounds, f_rounds, t_rounds = _counts(size, sms, warps_per_sm, tensor_cores_per_sm,
+                                           tensor_core_tile, fma_per_thread)
+    global_latency = _checks.non_negative("global_latency", global_latency)
+    shared_latency = _checks.non_negative("shared_latency", shared_latency)
+    ffma_latency = _checks.non_negative("ffma_latency", ffma_latency)
+    mma_latency = _checks.non_negative("mma_latency", mma_latency)
+    wait_global = g_rounds * global_latency
+    if method == "ffma":
+        shared = f_rounds * shared_latency
+        compute = f_rounds * ffma_latency
+    else:
+        shared = t_rounds * shared_latency
+        compute = t_rounds * mma_latency
+    if method == "async_copy":
+        wait_global = np.maximum(wait_global - shared - compute, 0.0)
+    # ffma_latency / mma_latency broadcast even when the method does not use them.
+    unused = 0.0 * (ffma_latency + mma_latency)
+    wait_global, shared, compute = np.broadcast_arrays(wait_global + unused, shared + unused, compute + unused)
+    return {"global": wait_global * 1.0, "shared": shared * 1.0, "compute": compute * 1.0}
+
+
+def matmul_cycles(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
+                  global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
+                  method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
+    """Total cycles of the post's ``size`` x ``size`` matmul: the sum of :func:`matmul_cycle_breakdown`.
+
+    At the defaults: 200 + 8 x 34 + 8 x 4 = 504 (``"ffma"``), 200 + 34 + 1 = 235 (``"tensor_core"``)
+    and max(200, 34 + 1) = 200 (``"async_copy"``).
+    Explained in :doc:`/book/tensor_cores` (section "The post's cycle model").
+    """
+    parts = matmul_cycle_breakdown(size, sms, warps_per_sm, tensor_cores_per_sm, global_latency,
+                                   shared_latency, ffma_latency, mma_latency, method,
+                                   tensor_core_tile, fma_per_thread)
+    return parts["global"] + parts["shared"] + parts["compute"]
+
+
+def speedup_percent(cycles_before, cycles_after):
+    """Cycles saved as a percentage of ``cycles_before``: 100 (1 - after / before) (the post's "another 15%").
+
+    Explained in :doc:`/book/tensor_cores` (section "Asynchronous copies and TMA").
+    """
+    before = _checks.positive("cycles_before", cycles_before)
+    after = _checks.non_negative("cycles_after", cycles_after)
+    return 100.0 * (1.0 - after / before)
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False (got {value!r})")
+    return bool(value)
+
+
+def tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, double_buffered: bool = False):
+    """Cycles of a loop over ``k_tiles`` tiles of K, each needing a load and a compute phase (cycles).
+
+    Serial: k (load + compute). Double buffered (load tile i+1 while computing tile i): the first
+    load and the last compute are exposed, every other step costs the slower of the two,
+    load + compute + (k - 1) max(load, compute).
+    Explained in :doc:`/book/tensor_cores` (section "Double buffering").
+    """
+    k = _checks.positive_int("k_tiles", k_tiles)
+    load = _checks.non_negative("load_cycles", load_cycles)
+    compute = _checks.non_negative("compute_cycles", compute_cycles)
+    if _flag("double_buffered", double_buffered):
+        return load + compute + (k - 1.0) * np.maximum(load, compute)
+    return k * (load + compute)
+
+
+def tensor_core_utilization(k_tiles, load_cycles, compute_cycles, double_buffered: bool = False):
+    """Fraction (0-1) of :func:`tiled_loop_cycles` in which the Tensor Cores compute: k compute / total.
+
+    Explained in :doc:`/book/tensor_cores` (section "Double buffering").
+    """
+    _checks.positive("compute_cycles", compute_cycles)
+    total = tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, double_buffered)
+    return np.asarray(k_tiles, dtype=float) * np.asarray(compute_cycles, dtype=float) / total
+
+
+def peak_tensor_flops(sms, tensor_cores_per_sm, flop_per_tensor_core_per_cycle, clock_hz):
+    """Peak Tensor Core throughput in FLOP/s: sms x tensor_cores_per_sm x FLOP per Tensor Core per cycle x clock (Hz).
+
+    E.g. A100: 108 x 4 x 512 x 1.41e9 = 3.12e14 FLOP/s.
+    Explained in :doc:`/book/tensor_cores` (section "Peak TFLOPS from the SM count").
+    """
+    sms = _checks.positive_int("sms", sms)
+    tensor_cores_per_sm = _checks.positive_int("tensor_cores_per_sm", tensor_cores_per_sm)
+    flop = _checks.positive("flop_per_tensor_core_per_cycle", flop_per_tensor_core_per_cycle)
+    clock_hz = _checks.positive("clock_hz", clock_hz)
+    return sms * tensor_cores_per_sm * flop * clock_hz
+
+
+def tensor_core_family(architecture: str) -> str:
+    """The key of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` for a family name or a hardware-table architecture ("Ampere (GA102)").
+
+    Explained in :doc:`/book/tensor_cores` (section "Peak TFLOPS from the SM count").
+    """
+    text = str(architecture)
+    for pattern, family in _CHIP_PATTERNS:
+        if re.search(pattern, text, flags=re.IGNORECASE):
+            return family
+    return _checks.choice("architecture", text, FLOP_PER_TENSOR_CORE_PER_CYCLE)
+
+
+def flop_per_tensor_core_cycle(architecture: str, geforce_half_rate: bool = False) -> float:
+    """Dense FP16 (FP32 accumulate) FLOP per Tensor Core per cycle for ``architecture``; halved on GeForce cards.
+
+    Explained in :doc:`/book/tensor_cores` (section "Peak TFLOPS from the SM count").
+    """
+    value = FLOP_PER_TENSOR_CORE_PER_CYCLE[tensor_core_family(architecture)]
+    return value / 2.0 if _flag("geforce_half_rate", geforce_half_rate) else value
+
+
+def derived_vs_published(accelerators=None) -> list[dict]:
+    """Peak dense FP16 tensor TFLOPS derived from SMs x Tensor Cores x FLOP/cycle x boost clock, against the datasheet.
+
+    ``accelerators`` defaults to the hardware table; rows without an SM count, Tensor Cores per SM,
+    boost clock or FP16 tensor throughput, or of an architecture missing from
+    :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE`, are skipped. Returns dicts with ``name``,
+    ``architecture``, ``derived_tflops``, ``published_tflops`` and ``ratio`` (derived / published).
+    Explained in :doc:`/book/tensor_cores` (section "Peak TFLOPS from the SM count").
+    """
+    if accelerators is None:
+        from . import hardware
+
+        accelerators = hardware.accelerators()
+    rows = []
+    for acc in accelerators:
+        if None in (acc.sm_count, acc.tensor_cores_per_sm, acc.boost_clock_mhz, acc.fp16_tflops):
+            continue
+        try:
+            flop = flop_per_tensor_core_cycle(acc.architecture, bool(acc.geforce_half_rate))
+        except ValueError:
+            continue
+        derived = float(peak_tensor_flops(acc.sm_count, acc.tensor_cores_per_sm, flop,
+                                          acc.boost_clock_mhz * 1e6)) / TFLOPS
+        rows.append({"name": acc.name, "architecture": acc.architecture, "derived_tflops": derived,
+                     "published_tflops": float(acc.fp16_tflops), "ratio": derived / acc.fp16_tflops})
+    return rows
+
+
+def _measured_latency(measured, architecture: str, quantity: str):
+    """A latency from ``gpumodel.measured``, or None when that architecture has no such measurement."""
+    try:
+        value = measured.latency(architecture, quantity)
+    except (ValueError, KeyError, LookupError):
+        return None
+    if value is None or not np.isfinite(float(value)):
+        return None
+    return float(value)
+
+
+def latency_preset(architecture: str = "Ampere (Dettmers 2023)", memory_level: str = "l2",
+                   tensor_core_latency: str = "throughput") -> dict:
+    """Latency keyword arguments (cycles) for :func:`matmul_cycles` from ``gpumodel.measured`` for ``architecture``.
+
+    ``memory_level`` picks the latency charged for the global-to-shared load: ``"l2"`` (what the
+    post's 200 cycles is) or ``"global"`` (DRAM). ``tensor_core_latency="throughput"`` charges one
+    cycle per Tensor Core round, as the post does (a throughput, not a latency);
+    ``"measured"`` uses the measured ``mma_fp16`` latency (16 cycles on A100) and raises ValueError
+    where there is none. Missing shared-memory latencies fall back to the L1 hit latency, missing
+    FFMA latencies to :data:`FFMA_LATENCY_FALLBACK`.
+    Explained in :doc:`/book/tensor_cores` (section "Latencies by architecture").
+    """
+    architecture = _checks.choice("architecture", architecture, ARCHITECTURES)
+    memory_level = _checks.choice("memory_level", memory_level, MEMORY_LEVELS)
+    tensor_core_latency = _checks.choice("tensor_core_latency", tensor_core_latency, TENSOR_CORE_LATENCIES)
+    measured = importlib.import_module(f"{__package__}.measured")
+
+    global_latency = _measured_latency(measured, architecture, memory_level)
+    if global_latency is None:
+        raise ValueError(f"architecture {architecture!r} has no measured {memory_level} latency; "
+                         f"try memory_level={'global' if memory_level == 'l2' else 'l2'!r}")
+    shared = _measured_latency(measured, architecture, "shared")
+    if shared is None:
+        shared = _measured_latency(measured, architecture, "l1")
+    if shared is None:
+        raise ValueError(f"architecture {architecture!r} has no measured shared-memory or L1 latency")
+    ffma = _measured_latency(measured, architecture, "ffma")
+    if tensor_core_latency == "throughput":
+        mma = 1.0
+    else:
+        mma = _measured_latency(measured, architecture, "mma_fp16")
+        if mma is None:
+            raise ValueError(f"architecture {architecture!r} has no measured mma_fp16 latency; "
+                             "use tensor_core_latency='throughput'")
+    return {"global_latency": global_latency, "shared_latency": shared,
+            "ffma_latency": FFMA_LATENCY_FALLBACK if ffma is None else ffma, "mma_latency": mma}

@@ -1,0 +1,63 @@
+"""The seed audit: required rows, values computed at call time, honest status."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpumodel import audit, memory
+
+REQUIRED = [
+    "tpu_vs_gpu.tpu_tile_loads", "tpu_vs_gpu.tpu_bytes", "tpu_vs_gpu.tpu_seconds",
+    "tpu_vs_gpu.v100_tile_loads", "tpu_vs_gpu.v100_bytes", "tpu_vs_gpu.v100_seconds",
+    "tpu_vs_gpu.v100_slower", "tpu_vs_gpu.rtx2080ti_slower", "tpu_vs_gpu.fp32_tpu_speedup",
+    "tpu_vs_gpu.int8_gpu_speedup", "bandwidth.a100_vs_v100",
+]
+
+
+def test_required_rows_present_with_fields():
+    rows = {r["id"]: r for r in audit.reproduce()}
+    for rid in REQUIRED:
+        assert rid in rows, rid
+    for r in rows.values():
+        assert set(r) == {"id", "seed_value", "model_value", "unit", "source", "status", "note"}
+        assert r["status"] in ("match", "differs")
+        assert r["source"]
+        if r["status"] == "differs":
+            assert r["note"], f"{r['id']} differs without saying why"
+
+
+def test_expected_statuses():
+    rows = {r["id"]: r for r in audit.reproduce()}
+    assert rows["tpu_vs_gpu.tpu_seconds"]["status"] == "match"
+    assert rows["tpu_vs_gpu.rtx2080ti_slower"]["status"] == "differs"
+    assert rows["tpu_vs_gpu.rtx2080ti_slower"]["model_value"] == pytest.approx(53.19, abs=0.01)
+    assert rows["bandwidth.a100_vs_v100"]["model_value"] == pytest.approx(1555 / 900)
+
+
+def test_model_value_is_computed_at_call_time(monkeypatch):
+    before = {r["id"]: r for r in audit.reproduce()}["tpu_vs_gpu.tpu_tile_loads"]
+    monkeypatch.setattr(memory, "tile_loads", lambda *a, **k: 999.0)
+    after = {r["id"]: r for r in audit.reproduce()}["tpu_vs_gpu.tpu_tile_loads"]
+    assert before["status"] == "match" and after["model_value"] == 999.0 and after["status"] == "differs"
+
+
+@pytest.mark.parametrize("value, printed, expected", [
+    (5.208e-05, "5.2e-05", True), (5.59e-05, "5.2e-05", False), (31.6, "32", True),
+    (53.19, "54", False), (1.7278, "1.73", True), (2.9999, "3.0", True), (3.06, "3.0", False),
+])
+def test_rounds_to(value, printed, expected):
+    assert audit.rounds_to(value, printed) is expected
+
+
+def test_ids_are_unique():
+    ids = [r.id for r in audit.rows()]
+    assert len(ids) == len(set(ids))
+
+
+def test_cli_reproduce_json():
+    out = subprocess.run([sys.executable, "-m", "gpumodel", "reproduce", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = json.loads(out)
+    assert {r["id"] for r in rows} >= set(REQUIRED)
+    assert all(isinstance(r["model_value"], float) for r in rows)

@@ -1,0 +1,84 @@
+"""The interactive pattern: one description gives a live panel and a static chart with bound sliders."""
+import json
+
+import numpy as np
+import pytest
+
+from gpumodel import explore, memory
+from gpumodel.explorations import all_explorations
+from gpumodel.explorations import memory_hierarchy as mh
+
+
+def toy():
+    return explore.Exploration(
+        name="toy",
+        compute=lambda tile, dtype: {"x": np.arange(3), "y": memory.matmul_tile_traffic(256, 1024, 1024, tile, dtype)
+                                     * np.ones(3)},
+        params=(explore.Slider("tile", "tile", 32, 128, 32, 96, integer=True), explore.Choice("dtype", "dtype", ("fp16", "fp32"), "fp16")),
+        chart=lambda base: base.mark_line().encode(x="x:Q", y="y:Q"))
+
+
+def test_grid_covers_every_combination_and_the_default():
+    e = toy()
+    grid = e.grid_table()
+    assert sorted(grid["tile"].unique()) == [32, 64, 96, 128]
+    assert len(grid) == 4 * 2 * 3
+    assert set(grid["dtype"]) == {"fp16", "fp32"}
+
+
+def test_static_chart_binds_each_parameter_and_filters_on_it():
+    spec = explore.static_chart(toy()).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["tile"]["bind"]["input"] == "range" and params["tile"]["value"] == 96
+    assert params["dtype"]["bind"]["input"] == "select" and params["dtype"]["bind"]["options"] == ["fp16", "fp32"]
+    text = json.dumps(spec)
+    assert "datum['tile'] - tile" in text and "datum['dtype'] == dtype" in text
+
+
+def test_static_grid_values_come_from_the_model():
+    grid = toy().grid_table()
+    row = grid[(grid["tile"] == 128) & (grid["dtype"] == "fp32")].iloc[0]
+    assert row["y"] == memory.matmul_tile_traffic(256, 1024, 1024, 128, "fp32")
+
+
+def test_panel_recomputes_when_a_control_moves():
+    calls = []
+    e = toy()
+    original = e.compute
+    tracked = explore.Exploration(e.name, lambda **kw: calls.append(kw) or original(**kw), e.params, e.chart)
+    box = explore.panel(tracked)
+    slider = box.children[0].children[0]
+    slider.value = 64
+    assert calls[0] == {"tile": 96, "dtype": "fp16"} and calls[-1] == {"tile": 64, "dtype": "fp16"}
+
+
+def test_descriptions_reject_bad_ranges():
+    with pytest.raises(ValueError, match="default"):
+        explore.Slider("t", "t", 0, 10, 1, 11)
+    with pytest.raises(ValueError, match="min must be < max"):
+        explore.Slider("t", "t", 5, 5, 1, 5)
+    with pytest.raises(ValueError, match="default"):
+        explore.Choice("c", "c", ("a", "b"), "z")
+
+
+@pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)
+def test_every_exploration_defaults_are_on_its_grid(exploration):
+    table = exploration.table(**exploration.defaults())
+    assert len(table) > 0
+    for p in exploration.params:
+        assert p.default in list(p.grid())
+
+
+def test_book_renderer_is_offline_and_deterministic():
+    from gpumodel import charts
+
+    html = charts.embed_html({"mark": "point", "data": {"values": [{"a": "</script>"}]}})
+    assert html == charts.embed_html({"mark": "point", "data": {"values": [{"a": "</script>"}]}})
+    assert "http" not in html and "<\\/script>" in html and "vegaEmbed" in html
+
+
+def test_tile_traffic_exploration_matches_model():
+    table = mh.TILE_TRAFFIC.table(tokens=256, tile=96, dtype="fp16", scheme="all_pairs")
+    v100 = table[table["accelerator"].str.startswith("V100")].iloc[0]
+    assert v100["loads"] == 3993
+    assert v100["microseconds"] == pytest.approx(3993 * 96 * 96 * 2 / 900e9 * 1e6)

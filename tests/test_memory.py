@@ -1,0 +1,150 @@
+"""The memory-hierarchy models: worked examples from the TPU post, properties, and bad input."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpumodel import memory, units
+
+P = memory.TPU_POST
+dims = st.integers(min_value=1, max_value=8192)
+tiles = st.integers(min_value=1, max_value=512)
+
+
+def test_post_tile_counts():
+    assert memory.tile_count(256, 1024, 128) == 16
+    assert memory.tile_count(1024, 1024, 128) == 64
+    assert memory.tile_count(256, 1024, 96) == 33
+    assert memory.tile_count(1024, 1024, 96) == 121
+    assert memory.tile_loads(256, 1024, 1024, 128) == 1024
+    assert memory.tile_loads(256, 1024, 1024, 96) == 3993
+
+
+def test_post_bytes_are_mebibytes():
+    assert memory.matmul_tile_traffic(256, 1024, 1024, 128, "fp16") == 32 * units.MiB
+    assert memory.matmul_tile_traffic(256, 1024, 1024, 96, "fp16") == 3993 * 96 * 96 * 2
+
+
+def test_post_seconds_need_binary_units():
+    binary = memory.tpu_post_seconds(128, 600)
+    decimal = memory.tpu_post_seconds(128, 600, unit="GB/s")
+    assert binary == pytest.approx(32 / 600 / 1024)
+    assert round(binary, 6) == 5.2e-05
+    assert round(decimal, 6) != 5.2e-05
+    assert memory.tpu_post_seconds(96, 900) == pytest.approx(3993 * 96 * 96 * 2 / (900 * 2**30))
+
+
+def test_post_ratios():
+    tpu = memory.tpu_post_seconds(128, 600)
+    v100 = memory.tpu_post_seconds(96, 900)
+    assert round(100 * memory.slower_by(tpu, v100)) == 32
+    fp32 = memory.tpu_post_seconds(64, 900, "fp32")
+    assert memory.speedup(fp32, tpu) == pytest.approx(256 / 900 / (32 / 600))
+    int8 = memory.tpu_post_seconds(128, 900, "int8")
+    assert memory.speedup(tpu, int8) == pytest.approx(3.0)
+
+
+def test_output_stationary_count():
+    assert memory.tile_loads(256, 1024, 1024, 128, "output_stationary") == 2 * 2 * 8 * 8
+    assert memory.tile_loads(256, 1024, 1024, 96, "output_stationary") == 2 * 3 * 11 * 11
+
+
+def test_roofline_and_ridge():
+    assert memory.matmul_flops(2, 3, 4) == 48
+    assert memory.matmul_min_traffic(2, 3, 4, "fp32") == (6 + 12 + 8) * 4
+    assert memory.arithmetic_intensity(2, 3, 4, "fp32") == pytest.approx(48 / 104)
+    assert memory.ridge_point(312e12, 1555e9) == pytest.approx(200.64, rel=1e-4)
+    assert memory.roofline(10.0, 312e12, 1555e9) == pytest.approx(15.55e12)
+    assert memory.roofline(1e4, 312e12, 1555e9) == 312e12
+
+
+def test_quantization_examples():
+    assert memory.tile_quantization_efficiency(1024, 4096, 128, 128) == 1.0
+    assert memory.tile_quantization_efficiency(1025, 4096, 128, 128) == pytest.approx(1025 / 1152)
+    assert memory.wave_count(1024, 4096, 128, 128, 108) == 3  # 256 tiles on 108 SMs
+    assert memory.wave_efficiency(1024, 4096, 128, 128, 108) == pytest.approx(256 / 324)
+
+
+def test_bert_large_and_l2():
+    shapes = memory.bert_large_matmuls(4096)
+    assert shapes["FFN up"] == (4096, 1024, 4096)
+    assert memory.matmul_operand_bytes(4096, 1024, 4096) == (4096 * 1024 + 1024 * 4096) * 2
+    assert memory.fits_in_cache(8 * units.MiB, 6 * units.MiB) == np.False_
+
+
+def test_batch_correction_reproduces_mask_rcnn():
+    assert memory.batch_corrected_speedup(25, 15, 8, 4) == pytest.approx(25 / 15 / 1.136)
+    assert memory.batch_corrected_speedup(10, 5, 4, 4, network_factor=1.05) == pytest.approx(2 / 1.05)
+
+
+@settings(max_examples=200, deadline=None)
+@given(dims, dims, dims, tiles)
+def test_output_stationary_never_exceeds_all_pairs(m, k, n, t):
+    assert memory.tile_loads(m, k, n, t, "output_stationary") <= 2 * memory.tile_loads(m, k, n, t)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 16), st.integers(1, 16), st.integers(1, 128))
+def test_doubling_a_dividing_tile_halves_traffic(a, b, c, t):
+    m, k, n = 2 * t * a, 2 * t * b, 2 * t * c
+    small = memory.matmul_tile_traffic(m, k, n, t, scheme="output_stationary")
+    large = memory.matmul_tile_traffic(m, k, n, 2 * t, scheme="output_stationary")
+    assert large == small / 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(dims, dims, tiles, tiles, st.integers(1, 200))
+def test_efficiencies_are_fractions(m, n, tm, tn, sms):
+    eff = memory.quantization_efficiency(m, n, tm, tn, sms)
+    assert 0 < eff <= 1
+    assert eff <= memory.tile_quantization_efficiency(m, n, tm, tn)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-3, 1e5), st.floats(1e12, 1e16), st.floats(1e10, 1e13))
+def test_roofline_is_bounded_and_monotone(i, peak, bw):
+    p = memory.roofline(i, peak, bw)
+    assert p <= peak and p <= bw * i * (1 + 1e-12)
+    assert memory.roofline(2 * i, peak, bw) >= p
+
+
+@settings(max_examples=100, deadline=None)
+@given(dims, dims, dims)
+def test_roofline_time_at_least_each_bound(m, k, n):
+    t = memory.matmul_roofline_seconds(m, k, n, 312e12, 1555e9)
+    assert t >= memory.matmul_flops(m, k, n) / 312e12
+    assert t >= memory.matmul_min_traffic(m, k, n) / 1555e9
+
+
+def test_broadcasting_matches_scalar_calls():
+    rng = np.random.default_rng(1)
+    m = rng.integers(1, 4096, 1000)
+    t = rng.choice([32, 64, 96, 128], 1000)
+    vector = memory.matmul_load_seconds(m, 1024, 1024, t, 900.0)
+    scalar = [memory.matmul_load_seconds(int(a), 1024, 1024, int(b), 900.0) for a, b in zip(m[:50], t[:50])]
+    assert vector.shape == (1000,)
+    np.testing.assert_allclose(vector[:50], scalar)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: memory.tile_loads(0, 1024, 1024, 128), "m"),
+    (lambda: memory.tile_loads(256, -1, 1024, 128), "k"),
+    (lambda: memory.tile_loads(256, 1024, 1024, 0), "tile"),
+    (lambda: memory.tile_loads(256, 1024, 1024, 12.5), "tile"),
+    (lambda: memory.tile_loads(256, 1024, 1024, 128, "diagonal"), "scheme"),
+    (lambda: memory.matmul_tile_traffic(256, 1024, 1024, 128, "fp12"), "dtype"),
+    (lambda: memory.transfer_seconds(1e6, 0), "bandwidth"),
+    (lambda: memory.transfer_seconds(1e6, 600, "GB/h"), "bandwidth unit"),
+    (lambda: memory.transfer_seconds(float("nan"), 600), "nbytes"),
+    (lambda: memory.roofline(1.0, -1, 1e9), "peak_flops"),
+    (lambda: memory.wave_efficiency(128, 128, 64, 64, 0), "sms"),
+    (lambda: memory.matmul_flops("big", 1, 1), "m"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_unknown_dtype_suggests():
+    with pytest.raises(ValueError, match="did you mean 'fp16'"):
+        units.dtype_bytes("fp-16x")
