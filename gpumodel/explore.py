@@ -24,6 +24,17 @@ import pandas as pd
 
 from . import charts
 
+#: Names Vega already uses for its own signals; a parameter with one of them would silently
+#: resize or restyle the chart in the static page.
+RESERVED_NAMES = frozenset({"width", "height", "padding", "autosize", "background", "cursor",
+                            "datum", "item", "event", "parent"})
+
+
+def _check_name(name: str) -> None:
+    if not name.isidentifier() or name in RESERVED_NAMES:
+        raise ValueError(f"parameter name {name!r} must be an identifier and not one of "
+                         f"{', '.join(sorted(RESERVED_NAMES))}")
+
 
 @dataclass(frozen=True)
 class Slider:
@@ -39,6 +50,7 @@ class Slider:
     integer: bool = False
 
     def __post_init__(self):
+        _check_name(self.name)
         if not self.min < self.max:
             raise ValueError(f"slider {self.name}: min must be < max")
         if not self.min <= self.default <= self.max:
@@ -72,6 +84,7 @@ class Choice:
     default: object
 
     def __post_init__(self):
+        _check_name(self.name)
         if self.default not in self.options:
             raise ValueError(f"choice {self.name}: default must be one of the options")
 

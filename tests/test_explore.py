@@ -59,6 +59,8 @@ def test_descriptions_reject_bad_ranges():
         explore.Slider("t", "t", 5, 5, 1, 5)
     with pytest.raises(ValueError, match="default"):
         explore.Choice("c", "c", ("a", "b"), "z")
+    with pytest.raises(ValueError, match="'width' must be an identifier and not one of"):
+        explore.Slider("width", "width", 1, 10, 1, 5)
 
 
 @pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)

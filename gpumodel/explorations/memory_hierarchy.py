@@ -32,17 +32,17 @@ def tile_traffic(tokens, tile, dtype, scheme):
 
 
 def tile_traffic_chart(base):
-    bars = base.mark_bar().encode(
-        x=alt.X("microseconds:Q", title="time to load the tiles (µs)", scale=alt.Scale(type="log", domain=[0.5, 2000])),
-        y=alt.Y("accelerator:N", title=None, sort=alt.SortField("order")),
-        color=alt.Color("accelerator:N", legend=None),
+    x = alt.X("microseconds:Q", title="time to load the tiles (µs, log scale)",
+              scale=alt.Scale(type="log", domain=[0.5, 5000], nice=False),
+              axis=alt.Axis(values=[1, 10, 100, 1000], format="~s"))
+    y = alt.Y("accelerator:N", title=None, sort=alt.SortField("order"))
+    dots = base.mark_circle(size=120, opacity=1).encode(
+        x=x, y=y, color=alt.Color("accelerator:N", legend=None),
         tooltip=["accelerator:N", alt.Tooltip("loads:Q", format=",.0f"),
                  alt.Tooltip("traffic_mib:Q", title="MiB", format=".1f"),
                  alt.Tooltip("microseconds:Q", title="µs", format=".1f")])
-    labels = base.mark_text(align="left", dx=4).encode(
-        x="microseconds:Q", y=alt.Y("accelerator:N", sort=alt.SortField("order")),
-        text=alt.Text("microseconds:Q", format=".1f"))
-    return (bars + labels).properties(width=420, height=220)
+    labels = base.mark_text(align="left", dx=8).encode(x=x, y=y, text=alt.Text("microseconds:Q", format=".1f"))
+    return (dots + labels).properties(width=420, height=220)
 
 
 TILE_TRAFFIC = Exploration(
@@ -60,20 +60,20 @@ TILE_TRAFFIC = Exploration(
 ROOFLINE_ACCELERATORS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5", "B200", "TPU v4")
 
 
-def roofline_point(accelerator, log2_tokens, width):
-    """Roofline of ``accelerator`` (fp16/bf16 dense) and where a tokens x width @ width x width matmul sits on it."""
+def roofline_point(accelerator, log2_tokens, hidden):
+    """Roofline of ``accelerator`` (fp16/bf16 dense) and where a tokens x hidden @ hidden x hidden matmul sits on it."""
     acc = hardware.get(accelerator)
     dtype = "fp16" if acc.fp16_tflops else "bf16"
     peak, bw = acc.peak_flops(dtype), acc.bandwidth
     tokens = 2.0 ** np.asarray(log2_tokens)
     ridge = memory.ridge_point(peak, bw)
     curve = np.array([1.0, ridge, 10_000.0])
-    point = memory.arithmetic_intensity(tokens, width, width, dtype)
+    point = memory.arithmetic_intensity(tokens, hidden, hidden, dtype)
     intensity = np.append(curve, point)
     attainable = memory.roofline(intensity, peak, bw) / TFLOPS
     return {"intensity": intensity, "tflops": attainable,
             "part": ["roofline"] * 3 + ["matmul"],
-            "label": [""] * 3 + [f"{int(tokens)}x{int(width)} @ {int(width)}x{int(width)}: "
+            "label": [""] * 3 + [f"{int(tokens)}x{int(hidden)} @ {int(hidden)}x{int(hidden)}: "
                                  f"{float(point):.0f} FLOP/B, {float(attainable[-1]):.0f} TFLOPS"]}
 
 
@@ -83,8 +83,8 @@ def roofline_chart(base):
     line = base.transform_filter("datum.part == 'roofline'").mark_line(strokeWidth=3).encode(x=x, y=y)
     dot = base.transform_filter("datum.part == 'matmul'").mark_point(size=160, filled=True, color="#d62728").encode(
         x=x, y=y, tooltip=["label:N"])
-    text = base.transform_filter("datum.part == 'matmul'").mark_text(align="left", dx=10, dy=-10).encode(
-        x=x, y=y, text="label:N")
+    text = base.transform_filter("datum.part == 'matmul'").mark_text(align="left", fontSize=12).encode(
+        x=alt.value(8), y=alt.value(10), text="label:N")
     return (line + dot + text).properties(width=460, height=300)
 
 
@@ -93,9 +93,9 @@ ROOFLINE = Exploration(
     compute=roofline_point,
     params=(Choice("accelerator", "accelerator", ROOFLINE_ACCELERATORS, "A100 SXM4 40GB"),
             Slider("log2_tokens", "log2(rows of A)", 0, 14, 1, 8, integer=True),
-            Slider("width", "width k = n", 1024, 8192, 1024, 1024, integer=True)),
+            Slider("hidden", "k = n", 1024, 8192, 1024, 1024, integer=True)),
     chart=roofline_chart,
-    description="A matmul tokens x width @ width x width on the roofline of one accelerator.",
+    description="A matmul tokens x hidden @ hidden x hidden on the roofline of one accelerator.",
 )
 
 
