@@ -4,7 +4,7 @@ Every row names its source. Values are stored as the datasheets publish them
 (decimal GB, GB/s, TFLOPS; KiB of shared memory, MiB of L2) and converted to base
 units by the properties of :class:`Accelerator`. Tensor throughputs are **dense**;
 the 2:4-sparse peak is derived (x2) only for parts that support it.
-Explained in :doc:`/book/memory_hierarchy` (section "The hardware table").
+Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ LOAD_SCHEMES = ("all_pairs", "output_stationary")
 def tile_count(rows, cols, tile):
     """Number of ``tile`` x ``tile`` tiles needed to cover a ``rows`` x ``cols`` matrix (partial tiles count whole).
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Tiles").
+    Explained in :doc:`/book/memory_hierarchy` (section "Tiles: why bigger tiles reuse more").
     """
     rows = _checks.positive_int("rows", rows)
     cols = _checks.positive_int("cols", cols)

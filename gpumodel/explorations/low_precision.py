@@ -1,0 +1,304 @@
+"""Explorations, tables and figures of the chapter :doc:`/book/low_precision`."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import hardware, measured, memory, precision
+from ..explore import Choice, Exploration, Slider
+
+#: The chapter's synthetic gradients: magnitudes 10**N(-6, 1.5) (most far below 1, spread over decades).
+GRAD_LOG10_MEAN, GRAD_LOG10_STD, GRAD_N = -6.0, 1.5, 20_000
+#: Formats a reader can train in (loss-scaling exploration).
+TRAIN_FORMATS = ("fp16", "bf16", "fp8_e5m2", "fp8_e4m3")
+#: Formats small enough to list every value (number-line exploration).
+LINE_FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4", "nf4")
+#: The activation matrix of the outlier experiment: tokens x features @ features x outputs.
+ROWS, COLS, OUTS, N_OUTLIER_COLS = 128, 256, 64, 4
+
+
+def format_frame(names=precision.FORMATS) -> pd.DataFrame:
+    """:func:`gpumodel.precision.format_table` as a table, numbers printed to 4 significant figures."""
+    def fmt(v):
+        return "" if v is None else f"{v:.4g}"
+
+    rows = precision.format_table(names)
+    return pd.DataFrame({
+        "format": [r["name"] for r in rows], "bits": [r["bits"] for r in rows],
+        "exponent": [fmt(r["exponent_bits"]) for r in rows],
+        "mantissa": [fmt(r["mantissa_bits"]) for r in rows],
+        "max": [fmt(r["max"]) for r in rows], "smallest normal": [fmt(r["smallest_normal"]) for r in rows],
+        "smallest subnormal": [fmt(r["smallest_subnormal"]) for r in rows],
+        "epsilon": [fmt(r["eps"]) for r in rows], "past max": [r["overflow"] for r in rows]}).set_index("format")
+
+
+# --- every value of a small format ------------------------------------------------------------
+
+def number_line(fmt):
+    """Every finite non-negative value of ``fmt``, with its kind (zero, subnormal, normal) and gap to the next."""
+    values = precision.representable_values(fmt)
+    values = values[values >= 0]
+    info = precision.format_info(fmt)
+    kind = np.where(values == 0, "zero", np.where(values < info["smallest_normal"], "subnormal", "normal"))
+    if info["kind"] != "float":
+        kind = np.where(values == 0, "zero", "integer" if info["kind"] == "int" else "code value")
+    gap = np.append(np.diff(values), np.nan)
+    return {"value": values, "kind": kind, "relative_gap": gap / np.where(values > 0, values, np.nan)}
+
+
+KINDS = ["zero", "subnormal", "normal", "integer", "code value"]
+KIND_COLORS = ["#000000", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"]
+
+
+def number_line_chart(base):
+    color = alt.Color("kind:N", title="value", scale=alt.Scale(domain=KINDS, range=KIND_COLORS),
+                      legend=alt.Legend(orient="bottom"))
+    tooltip = [alt.Tooltip("value:Q", format=".6g"), "kind:N", alt.Tooltip("relative_gap:Q", format=".3f")]
+    linear = base.mark_tick(thickness=1.5, size=28).encode(
+        x=alt.X("value:Q", title="value (linear axis)"), color=color, tooltip=tooltip
+    ).properties(width=520, height=40)
+    log = base.transform_filter("datum.value > 0").mark_tick(thickness=1.5, size=28).encode(
+        x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(format="~g")), color=color, tooltip=tooltip
+    ).properties(width=520, height=40)
+    gap = base.transform_filter("datum.value > 0 && isValid(datum.relative_gap)").mark_point(filled=True).encode(
+        x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="~g")),
+        y=alt.Y("relative_gap:Q", title="gap to next / value", scale=alt.Scale(type="log", base=2)),
+        color=color, tooltip=tooltip).properties(width=520, height=160)
+    return alt.vconcat(linear, log, gap)
+
+
+NUMBER_LINE = Exploration(
+    name="number_line",
+    compute=number_line,
+    params=(Choice("fmt", "format", LINE_FORMATS, "fp8_e4m3"),),
+    chart=number_line_chart,
+    description="Every non-negative value of an 8- or 4-bit format on a linear and a log axis, and the relative gap to the next value.",
+)
+
+
+# --- loss scaling -----------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def gradients() -> np.ndarray:
+    """The chapter's seeded gradient sample (computed once)."""
+    return precision.gradient_sample(GRAD_N, GRAD_LOG10_MEAN, GRAD_LOG10_STD, seed=0)
+
+
+BIN_WIDTH = 0.5
+X_DOMAIN = (-14.0, 14.0)
+
+
+@lru_cache(maxsize=1)
+def _log_histogram():
+    logs = np.log10(np.abs(gradients()))
+    edges = np.arange(np.floor(logs.min()), np.ceil(logs.max()) + BIN_WIDTH, BIN_WIDTH)
+    counts, _ = np.histogram(logs, edges)
+    keep = counts > 0
+    return (edges[:-1] + BIN_WIDTH / 2)[keep], (counts / logs.size)[keep]
+
+
+def loss_scaling(log2_scale, fmt):
+    """Histogram of log10 |gradient x 2**log2_scale|, each bin marked by what a cast to ``fmt`` does to it."""
+    scale = 2.0 ** float(log2_scale)
+    centers, share = _log_histogram()
+    shifted = centers + np.log10(scale)
+    q = precision.quantize(10.0**shifted, fmt)
+    info = precision.format_info(fmt)
+    fate = np.where(q == 0, "flushed to zero", np.where(~np.isfinite(q) | (10.0**shifted > info["max"]),
+                                                       "overflow", "kept"))
+    over, under = precision.overflow_underflow_fractions(gradients(), fmt, scale)
+    lo, hi = np.clip(np.log10([info["smallest_subnormal"], info["max"]]), *X_DOMAIN)
+    label = f"loss scale 2^{int(log2_scale)}: {100 * over:.2f}% overflow, {100 * under:.2f}% flushed to zero"
+    return {"log10_magnitude": np.append(shifted, [lo, hi]), "share": np.append(share, [0.0, 0.0]),
+            "fate": np.append(fate, ["limit", "limit"]), "label": [""] * (shifted.size + 1) + [label]}
+
+
+FATES = ["flushed to zero", "kept", "overflow"]
+
+
+def loss_scaling_chart(base):
+    x = alt.X("log10_magnitude:Q", title="log10 |scaled gradient|", scale=alt.Scale(domain=list(X_DOMAIN)))
+    bars = base.transform_filter("datum.fate != 'limit'").mark_bar(width=7).encode(
+        x=x, y=alt.Y("share:Q", title="share of gradients", scale=alt.Scale(domain=[0, 0.14])),
+        color=alt.Color("fate:N", title=None, scale=alt.Scale(domain=FATES, range=["#ff7f0e", "#1f77b4", "#d62728"]),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=[alt.Tooltip("log10_magnitude:Q", format=".2f"), alt.Tooltip("share:Q", format=".4f"), "fate:N"])
+    limits = base.transform_filter("datum.fate == 'limit'").mark_rule(strokeDash=[4, 3], color="#555").encode(x=x)
+    text = base.transform_filter("datum.fate == 'limit'").transform_filter("datum.label != ''").mark_text(
+        align="left", fontSize=12).encode(x=alt.value(4), y=alt.value(8), text="label:N")
+    return (bars + limits + text).properties(width=520, height=240)
+
+
+LOSS_SCALING = Exploration(
+    name="loss_scaling",
+    compute=loss_scaling,
+    params=(Slider("log2_scale", "log2(loss scale)", 0, 32, 1, 0, grid_step=2, integer=True),
+            Choice("fmt", "format", TRAIN_FORMATS, "fp16")),
+    chart=loss_scaling_chart,
+    description="Gradients scaled by a loss scale and cast to a format: which overflow and which flush to zero.",
+)
+
+
+def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
+    """Overflow and flush-to-zero fractions of the chapter's gradients against log2(loss scale)."""
+    over, under = precision.overflow_underflow_fractions(gradients(), fmt, 2.0 ** np.asarray(log2_scales, float))
+    return pd.DataFrame({"log2_scale": log2_scales, "overflow": over, "flushed": under})
+
+
+def step_peaks(steps=3000, seed=1) -> np.ndarray:
+    """Largest gradient magnitude per step: around 1e-2, drifting, with rare spikes (seeded)."""
+    rng = np.random.default_rng(seed)
+    drift = np.cumsum(rng.normal(0, 0.01, steps))
+    spikes = np.where(rng.random(steps) < 0.002, 2.5, 0.0)
+    return 10.0 ** (-2.0 + 0.15 * rng.standard_normal(steps) + drift + spikes)
+
+
+def dynamic_scaling_frame(fmt="fp16", growth_interval=200, steps=3000) -> pd.DataFrame:
+    """A closed-loop dynamic loss-scaling run on :func:`step_peaks`: scale, safe ceiling and skipped steps."""
+    peaks = step_peaks(steps)
+    scales, flags = precision.dynamic_loss_scale_run(peaks, fmt, growth_interval=growth_interval)
+    ceiling = precision.format_info(fmt)["max"] / peaks
+    return pd.DataFrame({"step": np.arange(steps), "scale": scales, "ceiling": ceiling, "skipped": flags})
+
+
+def dynamic_scaling_chart(frame: pd.DataFrame):
+    """The loss scale per step against the largest scale that does not overflow."""
+    long = frame.melt(id_vars=["step", "skipped"], value_vars=["ceiling", "scale"], var_name="series")
+    y = alt.Y("value:Q", title="loss scale (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="~s"))
+    lines = alt.Chart(long).mark_line(strokeWidth=1.2).encode(
+        x=alt.X("step:Q", title="training step"), y=y,
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["ceiling", "scale"], range=["#bbbbbb", "#1f77b4"]),
+                        legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'ceiling' ? "
+                                          "'largest scale without overflow' : 'dynamic loss scale'")))
+    skips = alt.Chart(frame[frame["skipped"]]).mark_point(color="#d62728", size=40, filled=True).encode(
+        x="step:Q", y=alt.Y("scale:Q", scale=alt.Scale(type="log", base=2)))
+    return (lines + skips).properties(width=520, height=240)
+
+
+# --- outliers and the int8/fp8 matmul ---------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def weights() -> np.ndarray:
+    """A seeded COLS x OUTS weight matrix, N(0, 1/COLS)."""
+    return np.random.default_rng(7).standard_normal((COLS, OUTS)) / np.sqrt(COLS)
+
+
+METHODS = ("absmax int8", "LLM.int8() mixed", "fp8 e4m3", "fp8 e5m2")
+
+
+def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> dict:
+    """Relative error of X @ W for each method, X with ``n_outlier_cols`` outlier features of std ``outlier_scale``."""
+    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
+    W = weights()
+    exact = X @ W
+    approx = (precision.absmax_int8_matmul(X, W), precision.mixed_int8_matmul(X, W, threshold),
+              precision.fp8_matmul(X, W, "fp8_e4m3"), precision.fp8_matmul(X, W, "fp8_e5m2"))
+    return {"method": list(METHODS),
+            "error_pct": [100 * precision.matmul_relative_error(a, exact) for a in approx]}
+
+
+def outlier_errors(outlier_scale, threshold):
+    return matmul_errors(outlier_scale, threshold)
+
+
+def outlier_chart(base):
+    y = alt.Y("method:N", title=None, sort=list(METHODS))
+    x = alt.X("error_pct:Q", title="relative error of X @ W (%)", scale=alt.Scale(domain=[0, 8]))
+    bars = base.mark_bar().encode(x=x, y=y, color=alt.Color("method:N", legend=None, sort=list(METHODS)),
+                                  tooltip=["method:N", alt.Tooltip("error_pct:Q", format=".2f")])
+    text = base.mark_text(align="left", dx=4).encode(x=x, y=y, text=alt.Text("error_pct:Q", format=".2f"))
+    return (bars + text).properties(width=440, height=160)
+
+
+OUTLIERS = Exploration(
+    name="outlier_features",
+    compute=outlier_errors,
+    params=(Slider("outlier_scale", "outlier feature scale", 1, 60, 1, 20, grid_step=5),
+            Slider("threshold", "LLM.int8() threshold", 2, 12, 1, 6, grid_step=1)),
+    chart=outlier_chart,
+    description="Error of an int8/fp8 matmul when a few activation features are much larger than the rest.",
+)
+
+
+def four_bit_frame(block_sizes=(16, 32, 64, 128, 256, 1024), n=2**16) -> pd.DataFrame:
+    """MSE of blockwise int4, fp4 and nf4 on seeded Gaussian and Student-t (3 dof) data, per block size."""
+    rng = np.random.default_rng(0)
+    data = {"Gaussian": rng.standard_normal(n), "heavy-tailed (t, 3 dof)": rng.standard_t(3, n)}
+    rows = []
+    for dist, x in data.items():
+        for b in block_sizes:
+            mse = {f: precision.quantization_mse(x, f, b) for f in ("int4", "fp4_e2m1", "nf4")}
+            rows.append({"data": dist, "block": b, "int4 MSE": mse["int4"], "fp4 MSE": mse["fp4_e2m1"],
+                         "nf4 MSE": mse["nf4"], "fp4 / int4": mse["fp4_e2m1"] / mse["int4"]})
+    return pd.DataFrame(rows).set_index(["data", "block"])
+
+
+def four_bit_matmul_errors(block_size=64) -> dict:
+    """Relative error of X @ W with W quantized blockwise to int4, fp4 or nf4 (X exact)."""
+    X = precision.outlier_activations(ROWS, COLS, 0, seed=0)
+    W = weights()
+    exact = X @ W
+    return {f: precision.matmul_relative_error(X @ precision.blockwise_quantize(W, f, block_size), exact)
+            for f in ("int4", "fp4_e2m1", "nf4")}
+
+
+# --- speed ------------------------------------------------------------------------------------
+
+#: memory-model dtype names of the precision formats (bytes per element must agree).
+MEMORY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8_e4m3": "fp8", "int8": "int8", "fp4_e2m1": "fp4"}
+
+
+def bytes_frame(tile=128, accelerator="H100 SXM5") -> pd.DataFrame:
+    """Bytes per element and load time of the TPU post's BERT matmul with ``tile`` tiles on ``accelerator``."""
+    bw = hardware.get(accelerator).memory_bandwidth_gbs
+    rows = []
+    for fmt, dtype in MEMORY_DTYPE.items():
+        b = precision.bytes_per_element(fmt)
+        seconds = memory.tpu_post_seconds(tile, bw, dtype, unit="GB/s")
+        rows.append({"format": fmt, "bytes / element": b, "load time (µs)": round(float(seconds) * 1e6, 2)})
+    return pd.DataFrame(rows).set_index("format")
+
+
+def measured_fp8() -> dict:
+    """Measured FP8/BF16 ratios on H100: best-shape GEMM (MAMF) and Llama3-8B training (torchao)."""
+    m = measured.measurement
+    return {"gemm": m("mamf.h100_sxm.fp8") / m("mamf.h100_sxm.bf16"),
+            "tensorwise": m("torchao.llama3_8b.h100.fp8_tensorwise") / m("torchao.llama3_8b.h100.bf16"),
+            "rowwise": m("torchao.llama3_8b.h100.fp8_rowwise") / m("torchao.llama3_8b.h100.bf16")}
+
+
+def fp8_speedup(gemm_speedup, transpose_overhead_pct):
+    """End-to-end FP8 training speedup against the GEMM share of the step, plus the measured runs."""
+    f = np.linspace(0.0, 1.0, 11)
+    s = precision.fp8_training_speedup(gemm_speedup, f, transpose_overhead_pct / 100)
+    meas = measured_fp8()
+    return {"gemm_fraction": np.append(f, [0.0, 0.0]), "speedup": np.append(s, [meas["tensorwise"], meas["rowwise"]]),
+            "series": ["model"] * f.size + ["measured, fp8 tensorwise", "measured, fp8 rowwise"]}
+
+
+def fp8_speedup_chart(base):
+    x = alt.X("gemm_fraction:Q", title="share of the BF16 step spent in matmuls", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("speedup:Q", title="end-to-end speedup over BF16", scale=alt.Scale(domain=[0.8, 2.0]))
+    line = base.transform_filter("datum.series == 'model'").mark_line(strokeWidth=3).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("gemm_fraction:Q", format=".2f"), alt.Tooltip("speedup:Q", format=".3f")])
+    rules = base.transform_filter("datum.series != 'model'").mark_rule(strokeDash=[5, 3]).encode(
+        y=y, color=alt.Color("series:N", title=None, scale=alt.Scale(range=["#d62728", "#ff7f0e"]),
+                             legend=alt.Legend(orient="bottom")),
+        tooltip=["series:N", alt.Tooltip("speedup:Q", format=".3f")])
+    return (line + rules).properties(width=460, height=260)
+
+
+FP8_SPEEDUP = Exploration(
+    name="fp8_speedup",
+    compute=fp8_speedup,
+    params=(Slider("gemm_speedup", "FP8 matmul speedup", 1.2, 2.0, 0.05, 1.8, unit="x", grid_step=0.1),
+            Slider("transpose_overhead_pct", "cast and transpose overhead", 0, 20, 1, 0, unit="% of step", grid_step=4)),
+    chart=fp8_speedup_chart,
+    description="Amdahl's law for FP8 training: a faster matmul, the rest of the step unchanged, plus a cast/transpose tax.",
+)
+
+EXPLORATIONS = [NUMBER_LINE, LOSS_SCALING, OUTLIERS, FP8_SPEEDUP]

@@ -1,0 +1,213 @@
+"""Explorations, tables and figures of the chapter :doc:`/book/tensor_cores`."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import hardware, measured
+from .. import tensor_cores as tc
+from ..explore import Choice, Exploration, Slider
+
+#: Latency sets offered by the cycle-budget exploration: the post's table first, then measured
+#: architectures that have a shared-memory or L1 latency (Turing has neither, so it is left out).
+LATENCY_SETS = ("Ampere (Dettmers 2023)", "Volta", "Ampere", "Ada", "Hopper", "Blackwell")
+METHOD_LABELS = {"ffma": "FFMA (CUDA cores)", "tensor_core": "Tensor Cores", "async_copy": "Tensor Cores + async copy/TMA"}
+PARTS = ("global", "shared", "compute")
+PART_COLORS = ("#4c78a8", "#f58518", "#54a24b")
+#: The Tensor Core latency choices: 1 cycle (the post, a throughput) or the mma latency measured on A100.
+MMA_CHOICES = (1.0, measured.latency("Ampere", "mma_fp16"))
+
+
+def cycle_budget(latencies, memory_level, mma_latency, size, sms, tensor_cores_per_sm):
+    """Cycles of the post's matmul per method, split into global, shared and compute (one row per method and part)."""
+    preset = tc.latency_preset(latencies, memory_level, "throughput")
+    preset["mma_latency"] = float(mma_latency)
+    rows = {"method": [], "part": [], "cycles": [], "total": [], "order": []}
+    for i, method in enumerate(tc.METHODS):
+        parts = tc.matmul_cycle_breakdown(size, sms, 8, tensor_cores_per_sm, method=method, **preset)
+        total = float(sum(parts.values()))
+        for j, part in enumerate(PARTS):
+            rows["method"].append(METHOD_LABELS[method])
+            rows["part"].append(part)
+            rows["cycles"].append(float(parts[part]))
+            rows["total"].append(total)
+            rows["order"].append(3 * i + j)
+    return rows
+
+
+def cycle_budget_chart(base, domain_max=2000):
+    y = alt.Y("method:N", title=None, sort=list(METHOD_LABELS.values()))
+    bars = base.mark_bar(clip=True).encode(
+        x=alt.X("sum(cycles):Q", title="cycles (clock ticks of the SM)", scale=alt.Scale(domain=[0, domain_max])),
+        y=y,
+        color=alt.Color("part:N", title="waiting for", sort=list(PARTS),
+                        scale=alt.Scale(domain=list(PARTS), range=list(PART_COLORS)),
+                        legend=alt.Legend(orient="bottom")),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("method:N"), alt.Tooltip("part:N"), alt.Tooltip("cycles:Q", format=",.0f")])
+    totals = base.transform_filter("datum.part == 'compute'").transform_calculate(
+        label="format(datum.total, ',.0f') + ' cycles'").mark_text(align="left", dx=6).encode(
+        x=alt.value(462), y=y, text=alt.Text("label:N"))
+    return (bars + totals).properties(width=460, height=150)
+
+
+CYCLE_BUDGET = Exploration(
+    name="cycle_budget",
+    compute=cycle_budget,
+    params=(Choice("latencies", "latency table", LATENCY_SETS, "Ampere (Dettmers 2023)"),
+            Choice("memory_level", "global load from", tc.MEMORY_LEVELS, "l2"),
+            Choice("mma_latency", "Tensor Core op (cycles)", MMA_CHOICES, 1.0),
+            Choice("size", "matrix size", (32, 64), 32),
+            Choice("sms", "SMs", (4, 8, 16, 32), 8),
+            Choice("tensor_cores_per_sm", "Tensor Cores per SM", (4, 8), 8)),
+    chart=cycle_budget_chart,
+    description="Where the cycles of a size x size matmul go, with and without Tensor Cores (8 warps per SM).",
+)
+
+
+def double_buffering(k_tiles, load_cycles, compute_cycles):
+    """Cycles per K tile of a serial and a double-buffered loop, split into Tensor Core busy and idle."""
+    rows = {"loop": [], "state": [], "per_tile": [], "total": [], "utilization": []}
+    for loop, flag in (("serial", False), ("double buffered", True)):
+        total = float(tc.tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, flag))
+        util = float(tc.tensor_core_utilization(k_tiles, load_cycles, compute_cycles, flag))
+        busy = float(compute_cycles)
+        for state, value in (("busy", busy), ("idle", total / k_tiles - busy)):
+            rows["loop"].append(loop)
+            rows["state"].append(state)
+            rows["per_tile"].append(value)
+            rows["total"].append(total)
+            rows["utilization"].append(util)
+    return rows
+
+
+def double_buffering_chart(base):
+    y = alt.Y("loop:N", title=None, sort=["serial", "double buffered"])
+    x_scale = alt.Scale(domain=[0, 800])
+    bars = base.mark_bar().encode(
+        x=alt.X("sum(per_tile):Q", title="cycles per K tile (total / k)", scale=x_scale),
+        y=y,
+        color=alt.Color("state:N", title="Tensor Cores", sort=["busy", "idle"],
+                        scale=alt.Scale(domain=["busy", "idle"], range=["#54a24b", "#d9d9d9"]),
+                        legend=alt.Legend(orient="bottom")),
+        order=alt.Order("state:N"),
+        tooltip=[alt.Tooltip("loop:N"), alt.Tooltip("state:N"), alt.Tooltip("per_tile:Q", format=",.1f"),
+                 alt.Tooltip("total:Q", format=",.0f", title="total cycles")])
+    labels = base.transform_filter("datum.state == 'idle'").transform_calculate(
+        label="format(datum.total, ',.0f') + ' cycles, busy ' + format(datum.utilization, '.0%')").mark_text(
+        align="left", dx=6).encode(x=alt.value(462), y=y, text=alt.Text("label:N"))
+    return (bars + labels).properties(width=460, height=110)
+
+
+DOUBLE_BUFFERING = Exploration(
+    name="double_buffering",
+    compute=double_buffering,
+    params=(Choice("k_tiles", "K tiles", (1, 2, 4, 8, 16, 32), 8),
+            Slider("load_cycles", "load per tile", 0, 400, 50, 200, unit="cycles", integer=True),
+            Slider("compute_cycles", "compute per tile", 50, 400, 50, 100, unit="cycles", integer=True)),
+    chart=double_buffering_chart,
+    description="A loop over K tiles: load then compute (serial) or load the next tile while computing (double buffered).",
+)
+
+EXPLORATIONS = [CYCLE_BUDGET, DOUBLE_BUFFERING]
+
+
+def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
+    """Gantt chart of a serial and a double-buffered loop over ``k_tiles`` tiles: when each tile loads and computes."""
+    rows = []
+    for loop, flag in (("serial", False), ("double buffered", True)):
+        load_start, load_end, compute_end, previous_end = 0.0, 0.0, 0.0, 0.0
+        for i in range(int(k_tiles)):
+            if flag:  # two buffers: tile i loads once tile i-1 has loaded and tile i-2's buffer is free
+                load_start = 0.0 if i == 0 else max(load_end, previous_end)
+            else:
+                load_start = compute_end
+            previous_end = compute_end
+            load_end = load_start + load_cycles
+            compute_start = max(load_end, compute_end)
+            compute_end = compute_start + compute_cycles
+            rows.append({"loop": loop, "unit": "load (copy engine)", "start": load_start, "end": load_end,
+                         "tile": f"{i + 1}"})
+            rows.append({"loop": loop, "unit": "compute (Tensor Cores)", "start": compute_start,
+                         "end": compute_end, "tile": f"{i + 1}"})
+    table = pd.DataFrame(rows)
+    for loop, flag in (("serial", False), ("double buffered", True)):
+        end = table.loc[table["loop"] == loop, "end"].max()
+        assert np.isclose(end, tc.tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, flag))
+    return table
+
+
+def loop_timeline_chart(k_tiles=4, load_cycles=200, compute_cycles=100):
+    """The timeline of :func:`loop_timeline` as one row per loop and unit."""
+    table = loop_timeline(k_tiles, load_cycles, compute_cycles)
+    table["row"] = table["loop"] + ": " + table["unit"]
+    order = [f"{loop}: {unit}" for loop in ("serial", "double buffered")
+             for unit in ("load (copy engine)", "compute (Tensor Cores)")]
+    base = alt.Chart(table)
+    bars = base.mark_bar(stroke="white").encode(
+        x=alt.X("start:Q", title="cycles"), x2="end:Q",
+        y=alt.Y("row:N", title=None, sort=order),
+        color=alt.Color("unit:N", title=None, legend=alt.Legend(orient="bottom"),
+                        scale=alt.Scale(domain=["load (copy engine)", "compute (Tensor Cores)"],
+                                        range=["#4c78a8", "#54a24b"])),
+        tooltip=["loop:N", "unit:N", "tile:N", "start:Q", "end:Q"])
+    text = base.mark_text(color="white", fontSize=10).encode(
+        x=alt.X("mid:Q"), y=alt.Y("row:N", sort=order), text="tile:N").transform_calculate(
+        mid="(datum.start + datum.end) / 2")
+    return (bars + text).properties(width=460, height=160)
+
+
+def latency_table() -> pd.DataFrame:
+    """Preferred latencies (cycles) per architecture for the quantities the cycle model uses."""
+    quantities = ("global", "l2", "l1", "shared", "ffma", "mma_fp16")
+    rows = [r for r in measured.latencies() if r["preferred"] and r["quantity"] in quantities]
+    table = pd.DataFrame(rows).pivot_table(index="architecture", columns="quantity", values="cycles")
+    order = [a for a in measured.architectures() if a in table.index]
+    return table.reindex(index=order, columns=[q for q in quantities if q in table.columns])
+
+
+def preset_cycles_table(memory_levels=tc.MEMORY_LEVELS) -> pd.DataFrame:
+    """The post's 32x32 example (8 SMs, 8 warps, 8 Tensor Cores per SM) under each latency set and memory level."""
+    out = []
+    example = {k: tc.POST_EXAMPLE[k] for k in ("size", "sms", "warps_per_sm", "tensor_cores_per_sm")}
+    for arch in LATENCY_SETS:
+        for level in memory_levels:
+            preset = tc.latency_preset(arch, level, "throughput")
+            row = {"latencies": arch, "global load from": level}
+            for method in tc.METHODS:
+                row[METHOD_LABELS[method]] = round(float(tc.matmul_cycles(**example, **preset, method=method)))
+            out.append(row)
+    return pd.DataFrame(out).set_index(["latencies", "global load from"])
+
+
+def mma_latency_table() -> pd.DataFrame:
+    """The post's example with Tensor Cores, charging the Tensor Core op 1 cycle or the A100's measured mma latency."""
+    out = []
+    for level in tc.MEMORY_LEVELS:
+        for choice in tc.TENSOR_CORE_LATENCIES:
+            for arch in ("Ampere (Dettmers 2023)", "Ampere"):
+                preset = tc.latency_preset(arch, level, choice if arch == "Ampere" else "throughput")
+                out.append({"latencies": arch, "global load from": level, "Tensor Core op": choice,
+                            "cycles (Tensor Cores)": round(float(tc.matmul_cycles(**tc.POST_EXAMPLE | preset,
+                                                                                   method="tensor_core")))})
+    table = pd.DataFrame(out).drop_duplicates()
+    table = table[~((table["latencies"] != "Ampere") & (table["Tensor Core op"] == "measured"))]
+    return table.set_index(["latencies", "global load from", "Tensor Core op"])
+
+
+def peak_table() -> pd.DataFrame:
+    """Derived against published dense FP16 tensor TFLOPS for every accelerator of the hardware table that has the numbers."""
+    rows = tc.derived_vs_published()
+    accs = {a.name: a for a in hardware.accelerators()}
+    return pd.DataFrame({
+        "accelerator": [r["name"] for r in rows],
+        "SMs": [accs[r["name"]].sm_count for r in rows],
+        "TC/SM": [accs[r["name"]].tensor_cores_per_sm for r in rows],
+        "FLOP/TC/cycle": [int(tc.flop_per_tensor_core_cycle(r["architecture"], bool(accs[r["name"]].geforce_half_rate)))
+                          for r in rows],
+        "boost (MHz)": [accs[r["name"]].boost_clock_mhz for r in rows],
+        "derived TFLOPS": [round(r["derived_tflops"], 1) for r in rows],
+        "published TFLOPS": [r["published_tflops"] for r in rows],
+        "derived / published": [round(r["ratio"], 3) for r in rows],
+    }).set_index("accelerator")
