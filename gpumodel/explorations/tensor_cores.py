@@ -12,7 +12,9 @@ from ..explore import Choice, Exploration, Slider
 #: Latency sets offered by the cycle-budget exploration: the post's table first, then measured
 #: architectures that have a shared-memory or L1 latency (Turing has neither, so it is left out).
 LATENCY_SETS = ("Ampere (Dettmers 2023)", "Volta", "Ampere", "Ada", "Hopper", "Blackwell")
-METHOD_LABELS = {"ffma": "FFMA (CUDA cores)", "tensor_core": "Tensor Cores", "async_copy": "Tensor Cores + async copy/TMA"}
+METHOD_LABELS = {"ffma": "FFMA", "tensor_core": "Tensor Cores", "async_copy": "TC + async copy"}
+#: Fixed end of the cycle axis per matrix size, so that moving the other controls moves the bars.
+AXIS_MAX = {32: 2500.0, 64: 13000.0}
 PARTS = ("global", "shared", "compute")
 PART_COLORS = ("#4c78a8", "#f58518", "#54a24b")
 #: The Tensor Core latency choices: 1 cycle (the post, a throughput) or the mma latency measured on A100.
@@ -23,33 +25,33 @@ def cycle_budget(latencies, memory_level, mma_latency, size, sms, tensor_cores_p
     """Cycles of the post's matmul per method, split into global, shared and compute (one row per method and part)."""
     preset = tc.latency_preset(latencies, memory_level, "throughput")
     preset["mma_latency"] = float(mma_latency)
-    rows = {"method": [], "part": [], "cycles": [], "total": [], "order": []}
-    for i, method in enumerate(tc.METHODS):
+    rows = {"method": [], "part": [], "cycles": [], "total": []}
+    for method in tc.METHODS:
         parts = tc.matmul_cycle_breakdown(size, sms, 8, tensor_cores_per_sm, method=method, **preset)
         total = float(sum(parts.values()))
-        for j, part in enumerate(PARTS):
+        for part in PARTS:
             rows["method"].append(METHOD_LABELS[method])
             rows["part"].append(part)
             rows["cycles"].append(float(parts[part]))
             rows["total"].append(total)
-            rows["order"].append(3 * i + j)
+    rows["axis_max"] = AXIS_MAX[int(size)]
     return rows
 
 
-def cycle_budget_chart(base, domain_max=2000):
+def cycle_budget_chart(base):
     y = alt.Y("method:N", title=None, sort=list(METHOD_LABELS.values()))
     bars = base.mark_bar(clip=True).encode(
-        x=alt.X("sum(cycles):Q", title="cycles (clock ticks of the SM)", scale=alt.Scale(domain=[0, domain_max])),
-        y=y,
+        x=alt.X("sum(cycles):Q", title="cycles (SM clock ticks)"), y=y,
         color=alt.Color("part:N", title="waiting for", sort=list(PARTS),
                         scale=alt.Scale(domain=list(PARTS), range=list(PART_COLORS)),
                         legend=alt.Legend(orient="bottom")),
-        order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("method:N"), alt.Tooltip("part:N"), alt.Tooltip("cycles:Q", format=",.0f")])
+    # The totals sit at the fixed axis end (axis_max), which also fixes the x domain for one matrix size.
     totals = base.transform_filter("datum.part == 'compute'").transform_calculate(
-        label="format(datum.total, ',.0f') + ' cycles'").mark_text(align="left", dx=6).encode(
-        x=alt.value(462), y=y, text=alt.Text("label:N"))
-    return (bars + totals).properties(width=460, height=150)
+        label="format(datum.total, ',.0f') + ' cycles'").mark_text(align="left", dx=8).encode(
+        x=alt.X("axis_max:Q"), y=y, text=alt.Text("label:N"))
+    # Right padding keeps room for the longest label whatever the first state drew.
+    return (bars + totals).properties(width=460, height=150, padding={"left": 5, "top": 5, "bottom": 5, "right": 90})
 
 
 CYCLE_BUDGET = Exploration(
@@ -59,7 +61,7 @@ CYCLE_BUDGET = Exploration(
             Choice("memory_level", "global load from", tc.MEMORY_LEVELS, "l2"),
             Choice("mma_latency", "Tensor Core op (cycles)", MMA_CHOICES, 1.0),
             Choice("size", "matrix size", (32, 64), 32),
-            Choice("sms", "SMs", (4, 8, 16, 32), 8),
+            Choice("sms", "SMs", (4, 8, 16), 8),
             Choice("tensor_cores_per_sm", "Tensor Cores per SM", (4, 8), 8)),
     chart=cycle_budget_chart,
     description="Where the cycles of a size x size matmul go, with and without Tensor Cores (8 warps per SM).",
@@ -91,13 +93,12 @@ def double_buffering_chart(base):
         color=alt.Color("state:N", title="Tensor Cores", sort=["busy", "idle"],
                         scale=alt.Scale(domain=["busy", "idle"], range=["#54a24b", "#d9d9d9"]),
                         legend=alt.Legend(orient="bottom")),
-        order=alt.Order("state:N"),
         tooltip=[alt.Tooltip("loop:N"), alt.Tooltip("state:N"), alt.Tooltip("per_tile:Q", format=",.1f"),
                  alt.Tooltip("total:Q", format=",.0f", title="total cycles")])
     labels = base.transform_filter("datum.state == 'idle'").transform_calculate(
         label="format(datum.total, ',.0f') + ' cycles, busy ' + format(datum.utilization, '.0%')").mark_text(
         align="left", dx=6).encode(x=alt.value(462), y=y, text=alt.Text("label:N"))
-    return (bars + labels).properties(width=460, height=110)
+    return (bars + labels).properties(width=460, height=110, padding={"left": 5, "top": 5, "bottom": 5, "right": 60})
 
 
 DOUBLE_BUFFERING = Exploration(
@@ -141,12 +142,11 @@ def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
 def loop_timeline_chart(k_tiles=4, load_cycles=200, compute_cycles=100):
     """The timeline of :func:`loop_timeline` as one row per loop and unit."""
     table = loop_timeline(k_tiles, load_cycles, compute_cycles)
-    table["row"] = table["loop"] + ": " + table["unit"]
-    order = [f"{loop}: {unit}" for loop in ("serial", "double buffered")
-             for unit in ("load (copy engine)", "compute (Tensor Cores)")]
+    table["row"] = table["loop"] + ": " + table["unit"].str.split(" ").str[0]
+    order = [f"{loop}: {unit}" for loop in ("serial", "double buffered") for unit in ("load", "compute")]
     base = alt.Chart(table)
     bars = base.mark_bar(stroke="white").encode(
-        x=alt.X("start:Q", title="cycles"), x2="end:Q",
+        x=alt.X("start:Q", title="cycles", axis=alt.Axis(tickCount=6)), x2="end:Q",
         y=alt.Y("row:N", title=None, sort=order),
         color=alt.Color("unit:N", title=None, legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=["load (copy engine)", "compute (Tensor Cores)"],
@@ -181,19 +181,22 @@ def preset_cycles_table(memory_levels=tc.MEMORY_LEVELS) -> pd.DataFrame:
     return pd.DataFrame(out).set_index(["latencies", "global load from"])
 
 
+#: (latency set, memory level, Tensor Core latency) rows of :func:`mma_latency_table`.
+MMA_CASES = (("Ampere (Dettmers 2023)", "l2", "throughput"), ("Ampere (Dettmers 2023)", "global", "throughput"),
+             ("Ampere", "l2", "throughput"), ("Ampere", "l2", "measured"),
+             ("Ampere", "global", "throughput"), ("Ampere", "global", "measured"))
+
+
 def mma_latency_table() -> pd.DataFrame:
     """The post's example with Tensor Cores, charging the Tensor Core op 1 cycle or the A100's measured mma latency."""
     out = []
-    for level in tc.MEMORY_LEVELS:
-        for choice in tc.TENSOR_CORE_LATENCIES:
-            for arch in ("Ampere (Dettmers 2023)", "Ampere"):
-                preset = tc.latency_preset(arch, level, choice if arch == "Ampere" else "throughput")
-                out.append({"latencies": arch, "global load from": level, "Tensor Core op": choice,
-                            "cycles (Tensor Cores)": round(float(tc.matmul_cycles(**tc.POST_EXAMPLE | preset,
-                                                                                   method="tensor_core")))})
-    table = pd.DataFrame(out).drop_duplicates()
-    table = table[~((table["latencies"] != "Ampere") & (table["Tensor Core op"] == "measured"))]
-    return table.set_index(["latencies", "global load from", "Tensor Core op"])
+    for arch, level, choice in MMA_CASES:
+        preset = tc.latency_preset(arch, level, choice)
+        out.append({"latencies": arch, "global load from": level, "Tensor Core op": choice,
+                    "mma latency (cycles)": preset["mma_latency"],
+                    "cycles with Tensor Cores": round(float(tc.matmul_cycles(**(tc.POST_EXAMPLE | preset),
+                                                                              method="tensor_core")))})
+    return pd.DataFrame(out).set_index(["latencies", "global load from", "Tensor Core op"])
 
 
 def peak_table() -> pd.DataFrame:

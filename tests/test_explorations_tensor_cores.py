@@ -1,0 +1,51 @@
+"""The Tensor Core chapter's explorations, tables and figures: sizes, the post's defaults, and the timeline."""
+import json
+
+import numpy as np
+import pytest
+
+from gpumodel import tensor_cores as tc
+from gpumodel.explorations import tensor_cores as tce
+from gpumodel.explore import static_chart
+
+
+@pytest.mark.parametrize("exploration", tce.EXPLORATIONS, ids=lambda e: e.name)
+def test_static_page_stays_small(exploration):
+    assert len(exploration.grid_table()) <= 4000
+    assert len(json.dumps(static_chart(exploration).to_dict())) < 700_000
+
+
+def test_cycle_budget_defaults_are_the_post():
+    table = tce.CYCLE_BUDGET.table()
+    totals = table.groupby("method", sort=False)["total"].first()
+    assert list(totals) == [504.0, 235.0, 200.0]
+    assert (table["total"] <= table["axis_max"]).all()
+
+
+def test_cycle_budget_fits_its_axis_for_the_post_size():
+    grid = tce.CYCLE_BUDGET.grid_table()
+    small = grid[grid["size"] == 32]
+    assert (small["total"] <= small["axis_max"]).all()
+
+
+def test_double_buffering_columns():
+    table = tce.DOUBLE_BUFFERING.table(k_tiles=4, load_cycles=200, compute_cycles=100)
+    totals = table.groupby("loop", sort=False)["total"].first()
+    assert list(totals) == [1200.0, 900.0]
+    per_tile = table.groupby("loop", sort=False)["per_tile"].sum()
+    assert np.allclose(per_tile * 4, totals)
+
+
+@pytest.mark.parametrize("k,load,compute", [(1, 200, 100), (4, 200, 100), (5, 100, 200), (3, 0, 50), (6, 150, 150)])
+def test_timeline_ends_where_the_model_says(k, load, compute):
+    table = tce.loop_timeline(k, load, compute)
+    for loop, flag in (("serial", False), ("double buffered", True)):
+        assert table.loc[table["loop"] == loop, "end"].max() == pytest.approx(
+            tc.tiled_loop_cycles(k, load, compute, flag))
+
+
+def test_tables():
+    assert tce.preset_cycles_table().loc[("Ampere (Dettmers 2023)", "l2")].tolist() == [504, 235, 200]
+    assert tce.mma_latency_table()["cycles with Tensor Cores"].iloc[0] == 235
+    peaks = tce.peak_table()
+    assert peaks["derived / published"].between(0.98, 1.02).all()
