@@ -84,3 +84,13 @@ def test_tile_traffic_exploration_matches_model():
     v100 = table[table["accelerator"].str.startswith("V100")].iloc[0]
     assert v100["loads"] == 3993
     assert v100["microseconds"] == pytest.approx(3993 * 96 * 96 * 2 / 900e9 * 1e6)
+
+
+def test_live_render_pours_the_model_into_the_same_chart():
+    e = toy()
+    bundle = e.render(tile=64, dtype="fp32")
+    assert set(bundle) == {"application/vnd.vega.v5+json", "text/plain"}
+    vega = json.dumps(bundle["application/vnd.vega.v5+json"])
+    expected = float(memory.matmul_tile_traffic(256, 1024, 1024, 64, "fp32"))
+    assert f"{expected:.1f}" in vega or str(int(expected)) in vega
+    assert e.live_spec() is e.live_spec()

@@ -81,10 +81,11 @@ def roofline_chart(base):
     x = alt.X("intensity:Q", title="arithmetic intensity (FLOP/byte)", scale=alt.Scale(type="log", domain=[1, 10_000]))
     y = alt.Y("tflops:Q", title="attainable TFLOPS", scale=alt.Scale(type="log", domain=[1, 3000]))
     line = base.transform_filter("datum.part == 'roofline'").mark_line(strokeWidth=3).encode(x=x, y=y)
-    dot = base.transform_filter("datum.part == 'matmul'").mark_point(size=160, filled=True, color="#d62728").encode(
-        x=x, y=y, tooltip=["label:N"])
-    text = base.transform_filter("datum.part == 'matmul'").mark_text(align="left", fontSize=12).encode(
-        x=alt.value(8), y=alt.value(10), text="label:N")
+    point = base.transform_filter("datum.part == 'matmul'")
+    dot = point.mark_point(size=160, filled=True, color="#d62728").encode(
+        x=x, y=y, tooltip=alt.Tooltip("label", type="nominal"))
+    text = point.mark_text(align="left", fontSize=12).encode(
+        x=alt.value(8), y=alt.value(10), text=alt.Text("label", type="nominal"))
     return (line + dot + text).properties(width=460, height=300)
 
 
