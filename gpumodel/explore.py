@@ -159,33 +159,49 @@ def static_chart(exploration: Exploration, decimals: int = 6):
     return exploration.chart(base).add_params(*vl_params)
 
 
-def panel(exploration: Exploration):
+class Panel:
+    """Live controls for an exploration; each change re-runs the model and updates the chart in place.
+
+    The chart is a display with an id (``update_display_data``), not an ``Output`` widget, so no
+    chart output is routed through widget state.
+    """
+
+    def __init__(self, exploration: Exploration):
+        import ipywidgets as widgets
+
+        self.exploration = exploration
+        self.controls = {}
+        for p in exploration.params:
+            if isinstance(p, Choice):
+                control = widgets.Dropdown(options=list(p.options), value=p.default, description=p.label)
+            else:
+                kind = widgets.IntSlider if p.integer else widgets.FloatSlider
+                control = kind(min=p.min, max=p.max, step=p.step, value=p.default, description=p.label,
+                               continuous_update=False, style={"description_width": "initial"})
+            control.observe(self._redraw, names="value")
+            self.controls[p.name] = control
+        self.box = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        self.handle = None
+        self.bundle = exploration.render(**self.values())
+
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def _redraw(self, _=None):
+        self.bundle = self.exploration.render(**self.values())
+        if self.handle is not None:
+            self.handle.update(self.bundle, raw=True)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.box)
+        self.handle = display(self.bundle, raw=True, display_id=True)
+
+
+def panel(exploration: Exploration) -> Panel:
     """An ipywidgets panel: moving a control re-runs the model and redraws the chart (needs a live kernel)."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    controls = {}
-    for p in exploration.params:
-        if isinstance(p, Choice):
-            controls[p.name] = widgets.Dropdown(options=list(p.options), value=p.default, description=p.label)
-        else:
-            kind = widgets.IntSlider if p.integer else widgets.FloatSlider
-            controls[p.name] = kind(min=p.min, max=p.max, step=p.step, value=p.default,
-                                    description=p.label, continuous_update=False,
-                                    style={"description_width": "initial"})
-    out = widgets.Output()
-
-    def redraw(_=None):
-        bundle = exploration.render(**{n: c.value for n, c in controls.items()})
-        with out:
-            out.clear_output(wait=True)
-            display(bundle, raw=True)
-
-    for control in controls.values():
-        control.observe(redraw, names="value")
-    redraw()
-    return widgets.VBox([widgets.HBox(list(controls.values()),
-                                      layout=widgets.Layout(flex_flow="row wrap")), out])
+    return Panel(exploration)
 
 
 def show(exploration: Exploration):

@@ -538,3 +538,15 @@ def gemm_fraction_needed(end_to_end_speedup, gemm_speedup, transpose_overhead_fr
     t = _checks.non_negative("transpose_overhead_fraction", transpose_overhead_fraction)
     return (1.0 - 1.0 / e + t) / (1.0 - 1.0 / s)
 
+
+
+def fp8_overhead_needed(end_to_end_speedup, gemm_speedup, gemm_fraction):
+    """The overhead (share of the 16-bit step time) for which :func:`fp8_training_speedup` equals ``end_to_end_speedup``.
+
+    Solves ``1 / E = (1 - f) + f / s + t`` for ``t``; a negative result means the measured speedup
+    is higher than the GEMMs alone explain. Explained in :doc:`/book/low_precision` (section "From a faster GEMM to a faster training step").
+    """
+    e = _checks.positive("end_to_end_speedup", end_to_end_speedup)
+    s = _checks.positive("gemm_speedup", gemm_speedup)
+    f = _checks.in_range("gemm_fraction", gemm_fraction, 0.0, 1.0)
+    return 1.0 / e - ((1.0 - f) + f / s)

@@ -46,10 +46,11 @@ def test_panel_recomputes_when_a_control_moves():
     e = toy()
     original = e.compute
     tracked = explore.Exploration(e.name, lambda **kw: calls.append(kw) or original(**kw), e.params, e.chart)
-    box = explore.panel(tracked)
-    slider = box.children[0].children[0]
-    slider.value = 64
+    live = explore.panel(tracked)
+    first = json.dumps(live.bundle, sort_keys=True)
+    live.controls["tile"].value = 64
     assert calls[0] == {"tile": 96, "dtype": "fp16"} and calls[-1] == {"tile": 64, "dtype": "fp16"}
+    assert json.dumps(live.bundle, sort_keys=True) != first
 
 
 def test_descriptions_reject_bad_ranges():

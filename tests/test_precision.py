@@ -405,3 +405,17 @@ def test_unknown_format_lists_known_names():
 def test_bad_input_names_the_parameter(call, parameter):
     with pytest.raises(ValueError, match=parameter):
         call()
+
+
+@FAST
+@given(s=st.floats(1.1, 4.0), f=st.floats(0.0, 1.0), t=st.floats(0.0, 0.5))
+def test_fp8_overhead_needed_inverts_speedup(s, f, t):
+    e = p.fp8_training_speedup(s, f, t)
+    assert math.isclose(float(p.fp8_overhead_needed(e, s, f)), t, abs_tol=1e-9)
+
+
+def test_fp8_overhead_needed_bad_input():
+    with pytest.raises(ValueError, match="gemm_fraction"):
+        p.fp8_overhead_needed(1.2, 1.8, 1.5)
+    with pytest.raises(ValueError, match="end_to_end_speedup"):
+        p.fp8_overhead_needed(0, 1.8, 0.5)

@@ -1,10 +1,12 @@
 """Seed-audit rows of the chapter on low precision (GPU guide, "Low-precision Computation")."""
 from __future__ import annotations
 
-from .. import precision
+from .. import hardware, precision
+from ..units import TFLOPS
 from . import SeedRow
 
 GUIDE_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "Low-precision Computation"'
+FP8_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "8-bit Float Support in H100 and RTX 40 series GPUs"'
 
 ROWS = [
     SeedRow("low_precision.fp16_max", "65,504", lambda: precision.format_info("fp16")["max"], "largest finite value",
@@ -16,4 +18,8 @@ ROWS = [
                  f"{precision.format_info('bf16')['max']:.17g} (FP32's is "
                  f"{precision.format_info('fp32')['max']:.8g}), which rounds to 3e38.",
             note_if_differs="The exact BF16 maximum is (2 - 2**-7) * 2**127 = 3.3895e38."),
+    SeedRow("low_precision.rtx4090_fp8_pflops", "0.66",
+            lambda: hardware.get("RTX 4090").peak_flops("fp8", sparse=True) / (1000 * TFLOPS), "PFLOPS", FP8_SRC,
+            note="NVIDIA's FP8 tensor peak for the RTX 4090 with 2:4 structured sparsity; dense matrices get half.",
+            note_if_differs="The post's figure is the RTX 4090's FP8 peak with 2:4 sparsity."),
 ]

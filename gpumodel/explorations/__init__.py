@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-CHAPTERS = ("memory_hierarchy", "tensor_cores")
+CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision")
 
 
 def all_explorations() -> list:

@@ -23,7 +23,9 @@ ROWS, COLS, OUTS, N_OUTLIER_COLS = 128, 256, 64, 4
 def format_frame(names=precision.FORMATS) -> pd.DataFrame:
     """:func:`gpumodel.precision.format_table` as a table, numbers printed to 4 significant figures."""
     def fmt(v):
-        return "" if v is None else f"{v:.4g}"
+        if v is None:
+            return ""
+        return f"{v:,.0f}" if float(v).is_integer() and abs(v) < 1e6 else f"{v:.4g}"
 
     rows = precision.format_table(names)
     return pd.DataFrame({
@@ -62,10 +64,10 @@ def number_line_chart(base):
     ).properties(width=520, height=40)
     log = base.transform_filter("datum.value > 0").mark_tick(thickness=1.5, size=28).encode(
         x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2),
-                axis=alt.Axis(format="~g")), color=color, tooltip=tooltip
+                axis=alt.Axis(format=".3~g")), color=color, tooltip=tooltip
     ).properties(width=520, height=40)
     gap = base.transform_filter("datum.value > 0 && isValid(datum.relative_gap)").mark_point(filled=True).encode(
-        x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="~g")),
+        x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format=".3~g")),
         y=alt.Y("relative_gap:Q", title="gap to next / value", scale=alt.Scale(type="log", base=2)),
         color=color, tooltip=tooltip).properties(width=520, height=160)
     return alt.vconcat(linear, log, gap)
@@ -123,12 +125,12 @@ FATES = ["flushed to zero", "kept", "overflow"]
 def loss_scaling_chart(base):
     x = alt.X("log10_magnitude:Q", title="log10 |scaled gradient|", scale=alt.Scale(domain=list(X_DOMAIN)))
     bars = base.transform_filter("datum.fate != 'limit'").mark_bar(width=7).encode(
-        x=x, y=alt.Y("share:Q", title="share of gradients", scale=alt.Scale(domain=[0, 0.14])),
+        x=x, y=alt.Y("share:Q", title="share of gradients", scale=alt.Scale(domain=[0, 0.16])),
         color=alt.Color("fate:N", title=None, scale=alt.Scale(domain=FATES, range=["#ff7f0e", "#1f77b4", "#d62728"]),
                         legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("log10_magnitude:Q", format=".2f"), alt.Tooltip("share:Q", format=".4f"), "fate:N"])
     limits = base.transform_filter("datum.fate == 'limit'").mark_rule(strokeDash=[4, 3], color="#555").encode(x=x)
-    text = base.transform_filter("datum.fate == 'limit'").transform_filter("datum.label != ''").mark_text(
+    text = base.transform_filter("datum.label != ''").mark_text(
         align="left", fontSize=12).encode(x=alt.value(4), y=alt.value(8), text="label:N")
     return (bars + limits + text).properties(width=520, height=240)
 
@@ -149,6 +151,14 @@ def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
     return pd.DataFrame({"log2_scale": log2_scales, "overflow": over, "flushed": under})
 
 
+def best_scale(fmt, log2_scales=np.arange(0, 41)) -> tuple[int, float]:
+    """The log2(loss scale) that loses the fewest of the chapter's gradients in ``fmt``, and that loss (a fraction)."""
+    sweep = scale_sweep(fmt, log2_scales)
+    lost = (sweep["overflow"] + sweep["flushed"]).to_numpy()
+    i = int(np.argmin(lost))
+    return int(sweep["log2_scale"].iloc[i]), float(lost[i])
+
+
 def step_peaks(steps=3000, seed=1) -> np.ndarray:
     """Largest gradient magnitude per step: around 1e-2, drifting, with rare spikes (seeded)."""
     rng = np.random.default_rng(seed)
@@ -162,20 +172,28 @@ def dynamic_scaling_frame(fmt="fp16", growth_interval=200, steps=3000) -> pd.Dat
     peaks = step_peaks(steps)
     scales, flags = precision.dynamic_loss_scale_run(peaks, fmt, growth_interval=growth_interval)
     ceiling = precision.format_info(fmt)["max"] / peaks
-    return pd.DataFrame({"step": np.arange(steps), "scale": scales, "ceiling": ceiling, "skipped": flags})
+    return pd.DataFrame({"step": np.arange(steps), "scale": scales, "log2_scale": np.log2(scales),
+                         "ceiling": ceiling, "skipped": flags})
 
 
 def dynamic_scaling_chart(frame: pd.DataFrame):
     """The loss scale per step against the largest scale that does not overflow."""
-    long = frame.melt(id_vars=["step", "skipped"], value_vars=["ceiling", "scale"], var_name="series")
-    y = alt.Y("value:Q", title="loss scale (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="~s"))
+    scale = frame["scale"].to_numpy()
+    changes = np.flatnonzero(np.diff(scale)) + 1  # the scale is piecewise constant: keep its corners only
+    corners = np.union1d(np.union1d(changes, changes - 1), [0, len(frame) - 1])
+    long = pd.concat([
+        pd.DataFrame({"step": frame["step"].iloc[::10], "value": frame["ceiling"].iloc[::10], "series": "ceiling"}),
+        pd.DataFrame({"step": frame["step"].iloc[corners], "value": scale[corners], "series": "scale"})])
+    ticks = [2.0**k for k in range(12, 31, 2)]
+    axis = alt.Axis(values=ticks, labelExpr="'2^' + format(log(datum.value) / LN2, 'd')")
+    y = alt.Y("value:Q", title="loss scale (log axis)", scale=alt.Scale(type="log", base=2), axis=axis)
     lines = alt.Chart(long).mark_line(strokeWidth=1.2).encode(
         x=alt.X("step:Q", title="training step"), y=y,
         color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["ceiling", "scale"], range=["#bbbbbb", "#1f77b4"]),
                         legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'ceiling' ? "
                                           "'largest scale without overflow' : 'dynamic loss scale'")))
     skips = alt.Chart(frame[frame["skipped"]]).mark_point(color="#d62728", size=40, filled=True).encode(
-        x="step:Q", y=alt.Y("scale:Q", scale=alt.Scale(type="log", base=2)))
+        x="step:Q", y=alt.Y("scale:Q", scale=alt.Scale(type="log", base=2), axis=axis))
     return (lines + skips).properties(width=520, height=240)
 
 
@@ -199,6 +217,12 @@ def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -
               precision.fp8_matmul(X, W, "fp8_e4m3"), precision.fp8_matmul(X, W, "fp8_e5m2"))
     return {"method": list(METHODS),
             "error_pct": [100 * precision.matmul_relative_error(a, exact) for a in approx]}
+
+
+def outlier_columns(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> int:
+    """How many of the COLS feature columns LLM.int8() keeps in 16-bit (any |value| >= ``threshold``)."""
+    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
+    return int(np.any(np.abs(X) >= threshold, axis=0).sum())
 
 
 def outlier_errors(outlier_scale, threshold):

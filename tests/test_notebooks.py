@@ -1,0 +1,40 @@
+"""The committed chapters: listed in the table of contents, stored with outputs, tagged sparingly."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_in_the_toc(path):
+    assert f"book/{path.stem}" in (ROOT / "_toc.yml").read_text()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_code_cell_has_stored_output_and_count(path):
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code" and "".join(c["source"])]
+    assert cells
+    for cell in cells:
+        source = "".join(cell["source"])
+        assert cell["execution_count"] is not None, f"unexecuted cell: {source[:60]}"
+        quiet = all(re.match(r"(from |import |[\w, .\[\]\"']+\s*=[^=]|\s)", line) for line in source.splitlines())
+        if not quiet and "glue(" not in source:
+            assert cell["outputs"], f"no stored output to compare: {source[:60]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_only_panel_cells_skip_comparison(path):
+    for cell in json.loads(path.read_text())["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "nbval-ignore-output" in tags:
+            assert "show(" in "".join(cell["source"]), "nbval-ignore-output on a cell that is not a panel"
+        assert "nbval-skip" not in tags
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stored_widget_state(path):
+    assert "widgets" not in json.loads(path.read_text()).get("metadata", {})
