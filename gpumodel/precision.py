@@ -299,15 +299,18 @@ def dynamic_loss_scale_trace(overflow, init_scale=2.0**16, growth_interval=2000,
     clean = 0
     for step, flag in enumerate(flags.astype(bool)):
         scales[step] = scale
-        if flag:
-            scale *= backoff
-            clean = 0
-        else:
-            clean += 1
-            if clean == interval:
-                scale *= growth
-                clean = 0
+        scale, clean = _next_scale(scale, clean, flag, interval, backoff, growth)
     return scales
+
+
+def _next_scale(scale, clean, overflowed, interval, backoff, growth):
+    """One step of the dynamic rule: back off on overflow, grow after ``interval`` clean steps."""
+    if overflowed:
+        return scale * backoff, 0
+    clean += 1
+    if clean == interval:
+        return scale * growth, 0
+    return scale, clean
 
 
 def dynamic_loss_scale_run(grad_max, name="fp16", init_scale=2.0**16, growth_interval=2000,
@@ -333,14 +336,7 @@ def dynamic_loss_scale_run(grad_max, name="fp16", init_scale=2.0**16, growth_int
             scales[step] = scale
             scaled = np.array(peak * scale)
             flags[step] = bool(_overflowed(scaled, quantize(scaled, name), name))
-            if flags[step]:
-                scale *= backoff
-                clean = 0
-            else:
-                clean += 1
-                if clean == interval:
-                    scale *= growth
-                    clean = 0
+            scale, clean = _next_scale(scale, clean, flags[step], interval, backoff, growth)
     return scales, flags
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import hardware, memory
 from ..explore import Choice, Exploration, Slider
-from ..units import MiB, TFLOPS, dtype_bytes
+from ..units import MiB, TFLOPS
 
 #: Accelerators the chapter compares, oldest first.
 GPUS = ("V100 SXM2 16GB", "RTX 2080 Ti", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5", "B200")
