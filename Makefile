@@ -41,7 +41,7 @@ lab: $(STAMP)
 outputs: $(STAMP)
 	env -u GPUMODEL_BOOK $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
-	$(BIN)/python tools/strip_widget_state.py $(NOTEBOOKS)
+	$(BIN)/python tools/clean_notebooks.py $(NOTEBOOKS)
 
 ## bench: callback latency, sweep speed and import time into _build/bench.json
 bench: $(STAMP)

@@ -71,12 +71,18 @@ class Accelerator:
         """Combined L1/shared memory per SM in bytes."""
         return None if self.shared_mem_per_sm_kib is None else self.shared_mem_per_sm_kib * KiB
 
-    def peak_flops(self, dtype: str = "fp16", sparse: bool = False) -> float:
+    def peak_flops(self, dtype: str = "fp16", sparse: bool = False, accumulate: str = "fp32") -> float:
         """Dense tensor peak in FLOP/s (OP/s for int8) for ``dtype``; x2 if ``sparse`` and 2:4 is supported.
 
+        The table holds the FP32-accumulate rate. ``accumulate="fp16"`` (fp16 and fp8 inputs only)
+        gives the FP16-accumulate rate: twice the table's on GeForce cards, which halve FP32
+        accumulation, and the same elsewhere.
         Raises ValueError when the accelerator has no tensor throughput for ``dtype``.
         """
         dtype = _checks.choice("dtype", dtype, TENSOR_COLUMNS)
+        accumulate = _checks.choice("accumulate", accumulate, ("fp32", "fp16"))
+        if accumulate == "fp16" and dtype not in ("fp16", "fp8"):
+            raise ValueError(f"accumulate='fp16' applies to fp16 and fp8 inputs, not {dtype}")
         value = getattr(self, TENSOR_COLUMNS[dtype])
         if value is None:
             have = [d for d, c in TENSOR_COLUMNS.items() if getattr(self, c) is not None]
@@ -84,7 +90,8 @@ class Accelerator:
                              f"(it has: {', '.join(have) or 'none'})")
         if sparse and not self.sparse_2_4:
             raise ValueError(f"{self.name} does not support 2:4 sparsity")
-        return value * TFLOPS * (2.0 if sparse else 1.0)
+        half_rate = accumulate == "fp16" and self.geforce_half_rate
+        return value * TFLOPS * (2.0 if sparse else 1.0) * (2.0 if half_rate else 1.0)
 
     def ridge_point(self, dtype: str = "fp16") -> float:
         """Arithmetic intensity (FLOP/byte) where compute and memory time are equal."""

@@ -215,3 +215,14 @@ def test_measured_values_stay_below_their_peaks():
 def test_measurement_rejects_unknown_ids_listing_known_ones():
     with pytest.raises(ValueError, match="measurement.*known:.*dle.maskrcnn.a100.1gpu"):
         measured.measurement("dle.maskrcnn.a100.2gpu.nope")
+
+
+def test_fp16_accumulate_rate_doubles_only_on_geforce():
+    rtx, h100 = hardware.get("RTX 4090"), hardware.get("H100 SXM5")
+    assert rtx.peak_flops("fp8", accumulate="fp16") == 2 * rtx.peak_flops("fp8")
+    assert h100.peak_flops("fp8", accumulate="fp16") == h100.peak_flops("fp8")
+    assert rtx.peak_flops("fp16", sparse=True) == 2 * rtx.peak_flops("fp16")
+    with pytest.raises(ValueError, match="accumulate"):
+        rtx.peak_flops("bf16", accumulate="fp16")
+    with pytest.raises(ValueError, match="accumulate"):
+        rtx.peak_flops("fp8", accumulate="fp64")

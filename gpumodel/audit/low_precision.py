@@ -19,7 +19,10 @@ ROWS = [
                  f"{precision.format_info('fp32')['max']:.8g}), which rounds to 3e38.",
             note_if_differs="The exact BF16 maximum is (2 - 2**-7) * 2**127 = 3.3895e38."),
     SeedRow("low_precision.rtx4090_fp8_pflops", "0.66",
-            lambda: hardware.get("RTX 4090").peak_flops("fp8", sparse=True) / (1000 * TFLOPS), "PFLOPS", FP8_SRC,
-            note="NVIDIA's FP8 tensor peak for the RTX 4090 with 2:4 structured sparsity; dense matrices get half.",
-            note_if_differs="The post's figure is the RTX 4090's FP8 peak with 2:4 sparsity."),
+            lambda: hardware.get("RTX 4090").peak_flops("fp8", accumulate="fp16") / (1000 * TFLOPS), "PFLOPS",
+            FP8_SRC,
+            note="The RTX 4090's dense FP8 peak with FP16 accumulation. With FP32 accumulation, as training uses, "
+                 "GeForce cards run at half that: "
+                 f"{hardware.get('RTX 4090').peak_flops('fp8') / (1000 * TFLOPS):.2f} PFLOPS.",
+            note_if_differs="Compare with the RTX 4090's dense FP8 peak with FP16 accumulation."),
 ]
