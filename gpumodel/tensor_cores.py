@@ -206,6 +206,14 @@ def tensor_core_utilization(k_tiles, load_cycles, compute_cycles, double_buffere
     return np.asarray(k_tiles, dtype=float) * np.asarray(compute_cycles, dtype=float) / total
 
 
+def cycles_to_seconds(cycles, clock_hz):
+    """Wall time in seconds of ``cycles`` SM clock cycles at ``clock_hz`` (1.41e9 Hz: 1 cycle = 0.71 ns).
+
+    Explained in :doc:`/book/tensor_cores` (section "Cycles, warps and SMs").
+    """
+    return _checks.non_negative("cycles", cycles) / _checks.positive("clock_hz", clock_hz)
+
+
 def peak_tensor_flops(sms, tensor_cores_per_sm, flop_per_tensor_core_per_cycle, clock_hz):
     """Peak Tensor Core throughput in FLOP/s: sms x tensor_cores_per_sm x FLOP per Tensor Core per cycle x clock (Hz).
 

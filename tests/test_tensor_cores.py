@@ -294,3 +294,12 @@ def test_bad_preset_names():
         tc.latency_preset("Ampere", memory_level="dram")
     with pytest.raises(ValueError, match="tensor_core_latency"):
         tc.latency_preset("Ampere", tensor_core_latency="latency")
+
+
+def test_cycles_to_seconds():
+    assert tc.cycles_to_seconds(200, 2e9) == pytest.approx(1e-7)
+    np.testing.assert_allclose(tc.cycles_to_seconds(np.array([0, 1410]), 1.41e9), [0, 1e-6])
+    with pytest.raises(ValueError, match="clock_hz"):
+        tc.cycles_to_seconds(1, 0)
+    with pytest.raises(ValueError, match="cycles"):
+        tc.cycles_to_seconds(-1, 1e9)
