@@ -36,7 +36,7 @@ def _fmt(value) -> str:
 
 def _list(args) -> tuple[list[dict], list[str]]:
     rows = [r for r in hardware.records() if args.kind in (None, r["kind"])]
-    return rows, ["name", "year", "memory_gb", "memory_bandwidth_gbs", "l2_cache_mib", "fp16_tflops",
+    return rows, ["name", "year", "memory_gib", "memory_bandwidth_gbs", "l2_cache_mib", "fp16_tflops",
                   "bf16_tflops", "fp8_tflops", "tdp_w"]
 
 

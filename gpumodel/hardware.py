@@ -1,9 +1,18 @@
 """Accelerator specifications, loaded and validated from ``data/accelerators.csv``.
 
-Every row names its source. Values are stored as the datasheets publish them
-(decimal GB, GB/s, TFLOPS; KiB of shared memory, MiB of L2) and converted to base
-units by the properties of :class:`Accelerator`. Tensor throughputs are **dense**;
-the 2:4-sparse peak is derived (x2) only for parts that support it.
+Every row names its source. Values are stored as the datasheets publish them and
+converted to base units by the properties of :class:`Accelerator`, with one convention
+for each kind of quantity, stated here once:
+
+* **capacities are binary.** DRAM dies come in binary sizes, so a part sold as "80 GB"
+  holds 80 GiB (``memory_gib``); caches and shared memory likewise (MiB, KiB).
+  ``usable_memory_gib`` is what a program can allocate, as device queries report it
+  (less than the physical capacity: ECC, firmware and driver reservations).
+* **rates are decimal.** Bandwidth in GB/s (1e9 bytes/s) and throughput in TFLOPS (1e12).
+
+Tensor throughputs are **dense**; the 2:4-sparse peak is derived (x2) only for parts that
+support it. ``tdp_w`` is the rated board power (TDP); ``measured_max_power_w`` is a
+measured maximum, kept apart because the two are not comparable.
 Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
 """
 from __future__ import annotations
@@ -14,11 +23,11 @@ from dataclasses import dataclass, fields
 from importlib import resources
 
 from . import _checks
-from .units import GB, KiB, MiB, TFLOPS
+from .units import GB, GiB, KiB, MiB, TFLOPS
 
 TENSOR_COLUMNS = {"fp16": "fp16_tflops", "bf16": "bf16_tflops", "tf32": "tf32_tflops",
                   "fp8": "fp8_tflops", "int8": "int8_tops", "fp4": "fp4_tflops"}
-_REQUIRED = ("name", "vendor", "kind", "architecture", "year", "memory_gb",
+_REQUIRED = ("name", "vendor", "kind", "architecture", "year", "memory_gib",
              "memory_bandwidth_gbs", "source")
 _FLAGS = ("sparse_2_4", "geforce_half_rate")
 
@@ -31,9 +40,11 @@ class Accelerator:
     kind: str
     architecture: str
     year: int
-    memory_gb: float
+    memory_gib: float
+    usable_memory_gib: float | None
     memory_bandwidth_gbs: float
     sm_count: int | None
+    warps_per_sm: int | None
     tensor_cores_per_sm: int | None
     boost_clock_mhz: float | None
     shared_mem_per_sm_kib: float | None
@@ -48,13 +59,23 @@ class Accelerator:
     sparse_2_4: bool
     geforce_half_rate: bool
     tdp_w: float | None
+    measured_max_power_w: float | None
     launch_price_usd: float | None
     source: str
 
     @property
     def memory_bytes(self) -> float:
-        """Memory capacity in bytes (datasheet GB taken as 1e9 bytes)."""
-        return self.memory_gb * GB
+        """Physical memory capacity in bytes (a part sold as "80 GB" holds 80 GiB)."""
+        return self.memory_gib * GiB
+
+    @property
+    def usable_memory_bytes(self) -> float | None:
+        """Memory a program can allocate, in bytes, as device queries report it (None if unpublished).
+
+        Use this, not :attr:`memory_bytes`, to decide whether something fits.
+        Explained in :doc:`/book/memory_hierarchy` (section "Units: GB or GiB?").
+        """
+        return None if self.usable_memory_gib is None else self.usable_memory_gib * GiB
 
     @property
     def bandwidth(self) -> float:
@@ -121,6 +142,10 @@ def _parse(row: dict, line: int) -> Accelerator:
             if number <= 0:
                 raise ValueError(f"{where}: must be > 0 (got {raw})")
             kwargs[f.name] = int(number) if f.type.startswith("int") else number
+    usable = kwargs["usable_memory_gib"]
+    if usable is not None and usable > kwargs["memory_gib"]:
+        raise ValueError(f"accelerators.csv line {line}, column usable_memory_gib: "
+                         f"{usable:g} exceeds the physical memory_gib {kwargs['memory_gib']:g}")
     if kwargs["kind"] not in ("gpu", "tpu"):
         raise ValueError(f"accelerators.csv line {line}: kind must be 'gpu' or 'tpu'")
     return Accelerator(**kwargs)

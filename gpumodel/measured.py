@@ -14,7 +14,7 @@ from importlib import resources
 from . import _checks
 
 QUANTITIES = ("global", "l2", "l1", "shared", "ffma", "mma_fp16", "mma_int8")
-_LATENCY_COLUMNS = ("architecture", "gpu", "quantity", "cycles", "preferred", "method", "source")
+_LATENCY_COLUMNS = ("architecture", "gpu", "quantity", "cycles", "clock_mhz", "preferred", "method", "source")
 _MEASUREMENT_COLUMNS = ("id", "what", "hardware", "value", "unit", "batch", "gpus", "source", "detail")
 
 
@@ -56,6 +56,7 @@ def _parse_latencies(text: str) -> tuple[dict, ...]:
             raise ValueError(f"{name} line {line}, column preferred: must be 'yes' or 'no' "
                              f"(got {row['preferred']!r})")
         row["cycles"] = _number(row["cycles"], name, line, "cycles")
+        row["clock_mhz"] = _number(row["clock_mhz"], name, line, "clock_mhz") if row["clock_mhz"] else None
         row["preferred"] = row["preferred"] == "yes"
         key = (row["architecture"], row["quantity"])
         if row["preferred"]:
@@ -129,6 +130,25 @@ def latency(architecture: str, quantity: str) -> float:
     rows = [r for r in latencies(architecture) if r["preferred"]]
     table = {r["quantity"]: r["cycles"] for r in rows}
     return table[_checks.choice("quantity", quantity, table)]
+
+
+def latency_seconds(architecture: str, quantity: str) -> float:
+    """Preferred measured latency of ``quantity`` on ``architecture`` in seconds: cycles / SM clock.
+
+    The clock is the one the measurement ran at (``clock_mhz`` in latencies.csv, with its
+    source); rows without a known clock raise ValueError.
+    Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
+    """
+    row = _preferred_row(architecture, quantity)
+    if row["clock_mhz"] is None:
+        raise ValueError(f"architecture {row['architecture']!r}: the {row['quantity']} latency has no "
+                         "recorded clock, so it cannot be converted to seconds")
+    return row["cycles"] / (row["clock_mhz"] * 1e6)
+
+
+def _preferred_row(architecture: str, quantity: str) -> dict:
+    rows = {r["quantity"]: r for r in latencies(architecture) if r["preferred"]}
+    return rows[_checks.choice("quantity", quantity, rows)]
 
 
 def measurements(prefix: str = "") -> list[dict]:

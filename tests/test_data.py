@@ -131,24 +131,24 @@ def test_accelerator_parse_rejects_bad_values_naming_the_column():
         hardware._parse(_accelerator_row(geforce_half_rate="maybe"), 2)
 
 
-LAT_HEADER = "architecture,gpu,quantity,cycles,preferred,method,source\n"
+LAT_HEADER = "architecture,gpu,quantity,cycles,clock_mhz,preferred,method,source\n"
 
 
 def test_latency_parse_rejects_bad_rows_naming_the_column():
     with pytest.raises(ValueError, match="cycles"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,-3,yes,x,k\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,-3,,yes,x,k\n")
     with pytest.raises(ValueError, match="cycles"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,soon,yes,x,k\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,soon,,yes,x,k\n")
     with pytest.raises(ValueError, match="source"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,yes,x,\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,,yes,x,\n")
     with pytest.raises(ValueError, match="quantity"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l3,200,yes,x,k\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l3,200,,yes,x,k\n")
     with pytest.raises(ValueError, match="preferred"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,yes,x,k\nVolta,V100,l2,210,yes,y,k\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,,yes,x,k\nVolta,V100,l2,210,,yes,y,k\n")
     with pytest.raises(ValueError, match="preferred"):
-        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,no,x,k\n")
+        measured._parse_latencies(LAT_HEADER + "Volta,V100,l2,200,,no,x,k\n")
     with pytest.raises(ValueError, match="method"):
-        measured._parse_latencies("architecture,gpu,quantity,cycles,preferred,source\n")
+        measured._parse_latencies("architecture,gpu,quantity,cycles,clock_mhz,preferred,source\n")
 
 
 MEAS_HEADER = "id,what,hardware,value,unit,batch,gpus,source,detail\n"

@@ -209,7 +209,7 @@ def hierarchy_table() -> pd.DataFrame:
     return pd.DataFrame({"GPU": [a.name for a in rows], "SMs": pd.array([a.sm_count for a in rows], dtype="Int64"),
                          "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
                          "L2 (MiB)": [a.l2_cache_mib for a in rows],
-                         "memory (GB)": [a.memory_gb for a in rows],
+                         "memory (GiB)": [a.memory_gib for a in rows],
                          "bandwidth (GB/s)": [a.memory_bandwidth_gbs for a in rows]}).set_index("GPU")
 
 
