@@ -1,19 +1,54 @@
-"""Input validation shared by every model: clear ValueErrors instead of NaNs."""
+"""Input validation shared by every model: clear ValueErrors instead of NaNs.
+
+The house rule: bad input raises ``ValueError`` naming the parameter the caller passed and the
+allowed range; no model returns NaN or inf for finite valid input (:func:`finite_result` turns an
+overflowing result into a ValueError naming the caller's arguments).
+"""
 from __future__ import annotations
 
+import contextvars
 import difflib
+import functools
+import inspect
+import numbers
 
 import numpy as np
 
 
-def as_array(name: str, value) -> np.ndarray:
-    """Convert ``value`` to a float array, rejecting non-numeric and non-finite input."""
+def _reject(name: str, value, what: str = "a number or an array of numbers"):
+    raise ValueError(f"{name} must be {what} (got {_brief(value)})") from None
+
+
+def as_array(name: str, value, *, allow_nonfinite: bool = False) -> np.ndarray:
+    """Convert ``value`` to a float array, rejecting non-numeric and non-finite input.
+
+    Rejected: None, bools (and bool arrays), strings and bytes (also numeric ones), complex
+    numbers, ragged or object arrays of anything but real numbers, and (unless
+    ``allow_nonfinite``) NaN, inf and integers too large for a float.
+    """
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
+        _reject(name, value)
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):
+        _reject(name, value)
+    kind = raw.dtype.kind
+    if kind == "O":
+        items = raw.ravel().tolist()
+        if not all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in items):
+            _reject(name, value)
+    elif kind not in "iuf":
+        _reject(name, value)
+    try:
+        arr = np.asarray(raw, dtype=float)
+    except OverflowError:
+        if allow_nonfinite:
+            _reject(name, value, "representable as a float (at most about 1.8e308 in magnitude)")
+        raise ValueError(f"{name} must be finite (got {_brief(value)}, too large for a float)") from None
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number or an array of numbers (got {value!r})") from None
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (got {value!r})")
+        _reject(name, value)
+    if not allow_nonfinite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (got {_brief(value)})")
     return arr
 
 
@@ -49,9 +84,46 @@ def positive_int(name: str, value) -> np.ndarray:
     return arr
 
 
+def scalar(name: str, value) -> float:
+    """``value`` as one finite float; arrays (even of one element), bools, strings and None are refused."""
+    arr = as_array(name, value)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a single number, not an array (got shape {arr.shape})")
+    return float(arr)
+
+
+def count(name: str, value, maximum: float | None = None) -> int:
+    """``value`` as one whole number >= 1 (and <= ``maximum`` if given), as an int."""
+    number = scalar(name, value)
+    if number < 1 or number != np.floor(number):
+        raise ValueError(f"{name} must be a single whole number >= 1 (got {number:g})")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be a whole number in [1, {maximum:g}] (got {number:g})")
+    return int(number)
+
+
+def flag(name: str, value) -> bool:
+    """``value`` if it is True or False (numpy bools too); anything else, 0/1 and "no" included, is refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False (got {_brief(value)})")
+    return bool(value)
+
+
+def text(name: str, value) -> str:
+    """``value`` if it is a string."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string (got {_brief(value)})")
+    return value
+
+
 def choice(name: str, value: str, options) -> str:
-    """``value`` if it is one of ``options`` (case-insensitive), else a ValueError with suggestions."""
+    """``value`` if it is one of ``options`` (case-insensitive), else a ValueError with suggestions.
+
+    ``value`` must be a string: lists, numbers and None are refused, naming ``name``.
+    """
     options = list(options)
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, one of {', '.join(map(str, options))} (got {_brief(value)})")
     lookup = {_normal(o): o for o in options}
     key = _normal(value)
     if key in lookup:
@@ -61,6 +133,117 @@ def choice(name: str, value: str, options) -> str:
     raise ValueError(f"unknown {name} {value!r}{hint} (known: {', '.join(map(str, options))})")
 
 
+def broadcast(**arrays) -> tuple:
+    """The shape the named arrays broadcast to; if they do not, a ValueError naming them and their shapes."""
+    shapes = {name: np.shape(value) for name, value in arrays.items()}
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        shown = ", ".join(f"{name} {shape}" for name, shape in shapes.items() if shape != ())
+        raise ValueError(f"shapes do not broadcast together: {shown}") from None
+
+
+_SILENCED = contextvars.ContextVar("gpumodel_fp_warnings_silenced", default=False)
+
+
+def finite_result(func):
+    """Decorator for a model: numpy floating-point warnings are silenced inside it, and
+
+    * a result holding NaN or inf raises ValueError naming the caller's numeric arguments
+      (finite inputs whose result overflows float64, e.g. 2 m k n for m = k = n = 1e103);
+    * OverflowError and ZeroDivisionError become that ValueError too;
+    * numpy's broadcasting error becomes a ValueError naming the arrays and their shapes.
+    """
+    @functools.wraps(func)
+    def checked(*args, **kwargs):
+        try:
+            if _SILENCED.get():  # an outer model already silenced the warnings
+                result = func(*args, **kwargs)
+            else:
+                token = _SILENCED.set(True)
+                try:
+                    with np.errstate(all="ignore"):
+                        result = func(*args, **kwargs)
+                finally:
+                    _SILENCED.reset(token)
+        except (OverflowError, ZeroDivisionError, FloatingPointError):
+            raise ValueError(_overflow_message(func, args, kwargs)) from None
+        except ValueError as err:
+            if "broadcast" in str(err) and not _names_a_parameter(func, str(err)):
+                arrays = {k: v for k, v in _numeric_arguments(func, args, kwargs).items() if np.ndim(v)}
+                broadcast(**arrays)  # raises naming them if they are the culprits
+                raise ValueError(f"{func.__name__}: {err} (array arguments: "
+                                 f"{', '.join(f'{k} {np.shape(v)}' for k, v in arrays.items()) or 'none'})") from None
+            raise
+        if not _all_finite(result):
+            raise ValueError(_overflow_message(func, args, kwargs))
+        return result
+
+    return checked
+
+
+def _all_finite(value, depth: int = 0) -> bool:
+    if depth > 4 or value is None or isinstance(value, (str, bytes, bool, np.bool_, int)):
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isfinite(value))
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind not in "fc" or bool(np.all(np.isfinite(value)))
+    if isinstance(value, dict):
+        return all(_all_finite(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_all_finite(v, depth + 1) for v in value)
+    return True
+
+
+def _numeric_arguments(func, args, kwargs) -> dict:
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+    except TypeError:
+        return {}
+    return {name: value for name, value in bound.arguments.items()
+            if name != "self" and value is not None and not callable(value)
+            and not isinstance(value, (str, bytes, bool, np.bool_))}
+
+
+def _names_a_parameter(func, message: str) -> bool:
+    import re
+
+    names = [n for n in inspect.signature(func).parameters if n != "self"]
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", message) for n in names)
+
+
+def _overflow_message(func, args, kwargs) -> str:
+    numeric = _numeric_arguments(func, args, kwargs)
+    if not numeric:
+        names = [n for n in inspect.signature(func).parameters if n != "self"]
+        return f"{func.__name__}: the result is not finite (overflows float64) for these {', '.join(names)}"
+    extreme = {k: v for k, v in numeric.items() if _extreme(v)}
+    culprits = extreme or numeric  # the astronomically large or small ones, if any stand out
+    shown = ", ".join(f"{k}={_brief(v)}" for k, v in culprits.items())
+    verb = "is" if len(culprits) == 1 else "are"
+    return (f"{func.__name__}: the result overflows float64 (inf or nan): {', '.join(culprits)} {verb} too large "
+            f"or too small in magnitude (got {shown})")
+
+
+def _extreme(value) -> bool:
+    """Whether any element of ``value`` has a magnitude beyond 1e100 or below 1e-100 (but not 0)."""
+    try:
+        magnitude = np.abs(np.asarray(value, dtype=float))
+    except (TypeError, ValueError, OverflowError):
+        return True
+    return bool(np.any((magnitude >= 1e100) | ((magnitude > 0) & (magnitude <= 1e-100))))
+
+
+def _brief(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+        return f"an integer of {len(str(abs(value)))} digits"
+    if isinstance(value, np.ndarray) and value.size > 4:
+        return f"an array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _normal(text) -> str:
     return "".join(ch for ch in str(text).lower() if ch.isalnum() or ch in "./")
 
@@ -68,5 +251,7 @@ def _normal(text) -> str:
 def _show(arr: np.ndarray) -> str:
     if arr.ndim == 0:
         return f"{float(arr):g}"
+    if arr.size == 0:
+        return "an empty array"
     bad = arr.ravel()
     return f"array with values from {bad.min():g} to {bad.max():g}"

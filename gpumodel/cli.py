@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+
+import numpy as np
 
 from . import hardware, memory
 from .units import MiB, TFLOPS
@@ -113,15 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_finite(rows: list[dict]) -> None:
+    """A ValueError if any number in the output is NaN or inf (the models should have raised already)."""
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+                raise ValueError(f"{key} is not finite ({value}); the inputs are too large or too small")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         rows, columns = args.run(args)
-    except ValueError as err:
-        print(f"gpumodel: error: {err}", file=sys.stderr)
+        _check_finite(rows)
+        text = json.dumps(rows, indent=2, default=float, allow_nan=False) if args.json else _table(rows, columns)
+    except (ValueError, OverflowError, ZeroDivisionError) as err:
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"gpumodel: error: {message}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(rows, indent=2, default=float))
-    else:
-        print(_table(rows, columns))
+    print(text)
     return 0

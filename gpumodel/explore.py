@@ -31,9 +31,52 @@ RESERVED_NAMES = frozenset({"width", "height", "padding", "autosize", "backgroun
 
 
 def _check_name(name: str) -> None:
-    if not name.isidentifier() or name in RESERVED_NAMES:
+    if not isinstance(name, str) or not name.isidentifier() or name in RESERVED_NAMES:
         raise ValueError(f"parameter name {name!r} must be an identifier and not one of "
                          f"{', '.join(sorted(RESERVED_NAMES))}")
+
+
+#: Most values a slider may step through (the static page precomputes its grid).
+MAX_SLIDER_VALUES = 10**6
+
+
+def _number(value) -> float | None:
+    """``value`` as a finite float, or None if it is not one real, finite number (bools are not numbers)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _real(owner: str, field_name: str, value) -> float:
+    """``value`` as a finite float; bools, strings, arrays, None, NaN and inf are refused, naming the field."""
+    number = _number(value)
+    if number is None:
+        raise ValueError(f"{owner}: {field_name} must be a finite number (got {value!r:.60})")
+    return number
+
+
+def _member(value, options) -> bool:
+    """Whether ``value`` equals one of ``options`` of the same kind (True is not 1, "1" is not 1)."""
+    for option in options:
+        if isinstance(option, (bool, np.bool_)) != isinstance(value, (bool, np.bool_)):
+            continue
+        if isinstance(option, str) != isinstance(value, str):
+            continue
+        try:
+            if bool(option == value):
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def _string(owner: str, field_name: str, value) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{owner}: {field_name} must be a string (got {value!r:.60})")
 
 
 @dataclass(frozen=True)
@@ -51,18 +94,51 @@ class Slider:
 
     def __post_init__(self):
         _check_name(self.name)
-        if not self.min < self.max:
-            raise ValueError(f"slider {self.name}: min must be < max")
-        if not self.min <= self.default <= self.max:
-            raise ValueError(f"slider {self.name}: default must be in [{self.min}, {self.max}]")
-        if self.step <= 0 or (self.grid_step is not None and self.grid_step <= 0):
-            raise ValueError(f"slider {self.name}: step and grid_step must be > 0")
+        owner = f"slider {self.name}"
+        _string(owner, "label", self.label)
+        _string(owner, "unit", self.unit)
+        if not isinstance(self.integer, (bool, np.bool_)):
+            raise ValueError(f"{owner}: integer must be True or False (got {self.integer!r:.60})")
+        low, high = _real(owner, "min", self.min), _real(owner, "max", self.max)
+        default, step = _real(owner, "default", self.default), _real(owner, "step", self.step)
+        grid_step = None if self.grid_step is None else _real(owner, "grid_step", self.grid_step)
+        if not low < high:
+            raise ValueError(f"{owner}: min must be < max")
+        if not low <= default <= high:
+            raise ValueError(f"{owner}: default must be in [{self.min}, {self.max}]")
+        if step <= 0 or (grid_step is not None and grid_step <= 0):
+            raise ValueError(f"{owner}: step and grid_step must be > 0")
+        for field_name, size in (("step", step), ("grid_step", grid_step)):
+            if size is not None and not (high - low) / size <= MAX_SLIDER_VALUES:
+                raise ValueError(f"{owner}: {field_name} must be at least (max - min) / {MAX_SLIDER_VALUES:g} "
+                                 f"(got {size:g} for a range of {high - low:g})")
+        if self.integer:
+            for field_name, value in (("min", low), ("max", high), ("default", default), ("step", step),
+                                      ("grid_step", grid_step)):
+                if value is not None and value != np.floor(value):
+                    raise ValueError(f"{owner}: integer slider, so {field_name} must be a whole number "
+                                     f"(got {value:g})")
+        # The static grid may end one grid step past max (its last value); those values are valid too.
+        object.__setattr__(self, "_top", max(high, float(self.grid().max())))
+
+    def check(self, value):
+        """``value`` if this slider can take it (a number in [min, max], whole if ``integer``), else a ValueError naming the slider."""
+        number = _number(value)
+        if number is None:
+            raise ValueError(f"{self.name} must be a single finite number in [{self.min}, {self.max}] "
+                             f"(got {value!r:.60})")
+        slack = 1e-9 * max(1.0, self._top - float(self.min))  # float steps overshoot by an ulp or so
+        if not (float(self.min) - slack <= number <= self._top + slack):
+            raise ValueError(f"{self.name} must be in [{self.min}, {self._top:g}] (got {value!r:.60})")
+        if self.integer and number != np.floor(number):
+            raise ValueError(f"{self.name} must be a whole number in [{self.min}, {self.max}] (got {value!r:.60})")
+        return value
 
     def grid(self) -> np.ndarray:
         """The values precomputed for the static page (always includes the default)."""
-        step = self.grid_step or self.step
-        values = np.arange(self.min, self.max + step / 2, step)
-        values = np.union1d(values, [self.default])
+        step = float(self.grid_step or self.step)
+        values = np.arange(float(self.min), float(self.max) + step / 2, step)
+        values = np.union1d(values, [float(self.default)])
         return np.round(values, 10)
 
     def snap_expression(self) -> str:
@@ -85,8 +161,17 @@ class Choice:
 
     def __post_init__(self):
         _check_name(self.name)
-        if self.default not in self.options:
+        _string(f"choice {self.name}", "label", self.label)
+        if not isinstance(self.options, (tuple, list)) or not self.options:
+            raise ValueError(f"choice {self.name}: options must be a non-empty tuple (got {self.options!r:.60})")
+        if not _member(self.default, self.options):
             raise ValueError(f"choice {self.name}: default must be one of the options")
+
+    def check(self, value):
+        """``value`` if it is one of the options, else a ValueError naming the choice."""
+        if not _member(value, self.options):
+            raise ValueError(f"{self.name} must be one of {', '.join(map(repr, self.options))} (got {value!r:.60})")
+        return value
 
     def grid(self) -> Sequence:
         return list(self.options)
@@ -108,11 +193,40 @@ class Exploration:
     description: str = ""
     notes: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"exploration name must be a non-empty string (got {self.name!r:.60})")
+        for field_name in ("compute", "chart"):
+            if not callable(getattr(self, field_name)):
+                raise ValueError(f"exploration {self.name}: {field_name} must be callable "
+                                 f"(got {getattr(self, field_name)!r:.60})")
+        if not isinstance(self.params, (tuple, list)) or not all(isinstance(p, (Slider, Choice)) for p in self.params):
+            raise ValueError(f"exploration {self.name}: params must be a tuple of Slider and Choice "
+                             f"(got {self.params!r:.60})")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"exploration {self.name}: params must have distinct names (got {names})")
+        if not isinstance(self.description, str):
+            raise ValueError(f"exploration {self.name}: description must be a string (got {self.description!r:.60})")
+        if not isinstance(self.notes, dict):
+            raise ValueError(f"exploration {self.name}: notes must be a dict (got {self.notes!r:.60})")
+
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
 
     def table(self, **values) -> pd.DataFrame:
-        """``compute`` at ``values`` (defaults for the rest) as a table, parameters added as columns."""
+        """``compute`` at ``values`` (defaults for the rest) as a table, parameters added as columns.
+
+        Each value is checked against its Slider or Choice first, so a bad one raises a ValueError
+        naming the slider or choice rather than the model parameter it feeds.
+        """
+        params = {p.name: p for p in self.params}
+        unknown = sorted(set(values) - set(params))
+        if unknown:
+            raise ValueError(f"exploration {self.name} has no parameter {', '.join(unknown)} "
+                             f"(its parameters: {', '.join(params)})")
+        for name, value in values.items():
+            params[name].check(value)
         full = {**self.defaults(), **values}
         columns = dict(self.compute(**full))
         frame = pd.DataFrame({k: np.broadcast_to(v, np.broadcast(*columns.values()).shape)

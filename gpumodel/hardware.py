@@ -101,6 +101,7 @@ class Accelerator:
         Raises ValueError when the accelerator has no tensor throughput for ``dtype``.
         """
         dtype = _checks.choice("dtype", dtype, TENSOR_COLUMNS)
+        sparse = _checks.flag("sparse", sparse)
         accumulate = _checks.choice("accumulate", accumulate, ("fp32", "fp16"))
         if accumulate == "fp16" and dtype not in ("fp16", "fp8"):
             raise ValueError(f"accumulate='fp16' applies to fp16 and fp8 inputs, not {dtype}")
@@ -180,7 +181,7 @@ def accelerators() -> list[Accelerator]:
 def get(name: str) -> Accelerator:
     """The accelerator called ``name`` (case-insensitive); unknown names raise ValueError with suggestions."""
     table = _load()
-    return table[_checks.choice("accelerator", name, table)]
+    return table[_checks.choice("accelerator name", name, table)]
 
 
 def records() -> list[dict]:

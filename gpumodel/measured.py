@@ -127,6 +127,7 @@ def latency(architecture: str, quantity: str) -> float:
     Unknown architectures or quantities raise ValueError listing the known ones.
     Explained in :doc:`/book/memory_hierarchy` (section "Measured reality").
     """
+    architecture = _checks.choice("architecture", architecture, architectures())  # None is not an architecture
     rows = [r for r in latencies(architecture) if r["preferred"]]
     table = {r["quantity"]: r["cycles"] for r in rows}
     return table[_checks.choice("quantity", quantity, table)]
@@ -147,6 +148,7 @@ def latency_seconds(architecture: str, quantity: str) -> float:
 
 
 def _preferred_row(architecture: str, quantity: str) -> dict:
+    architecture = _checks.choice("architecture", architecture, architectures())
     rows = {r["quantity"]: r for r in latencies(architecture) if r["preferred"]}
     return rows[_checks.choice("quantity", quantity, rows)]
 
@@ -156,6 +158,7 @@ def measurements(prefix: str = "") -> list[dict]:
 
     Explained in :doc:`/book/memory_hierarchy` (section "Measured reality").
     """
+    prefix = _checks.text("prefix", prefix)
     return [dict(r) for r in _measurement_rows() if r["id"].startswith(prefix)]
 
 
@@ -165,7 +168,7 @@ def measurement(id: str) -> float:
     Explained in :doc:`/book/memory_hierarchy` (section "Measured reality").
     """
     table = {r["id"]: r["value"] for r in _measurement_rows()}
-    return table[_checks.choice("measurement", id, table)]
+    return table[_checks.choice("measurement id", id, table)]
 
 
 #: The post's corrections: throughput gain per batch doubling, and the 8-GPU networking advantage
@@ -188,8 +191,7 @@ def a100_v100_speedups(network: str | None = None) -> list[dict]:
     """
     from .memory import batch_corrected_speedup
 
-    names = [network] if network else list(DLE_NETWORKS)
-    names = [_checks.choice("network", n, DLE_NETWORKS) for n in names]
+    names = list(DLE_NETWORKS) if network is None else [_checks.choice("network", network, DLE_NETWORKS)]
     rows = {r["id"]: r for r in _measurement_rows() if r["id"].startswith("dle.")}
     out = []
     for name in names:

@@ -8,6 +8,8 @@ Explained in :doc:`/book/low_precision`.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _checks
@@ -40,7 +42,7 @@ _OVERFLOW = {"fp32": "inf", "tf32": "inf", "fp16": "inf", "bf16": "inf", "fp8_e4
 
 
 def _format(name) -> str:
-    return _checks.choice("format", name, FORMATS)
+    return _checks.choice("format name", name, FORMATS)
 
 
 def _md_type(name: str):
@@ -118,14 +120,17 @@ def format_table(names=FORMATS) -> list[dict]:
 
     Explained in :doc:`/book/low_precision` (section "A table of formats").
     """
-    return [format_info(n) for n in names]
+    if isinstance(names, str):
+        names = (names,)
+    try:
+        return [format_info(n) for n in names]
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"names must be format names (one, or a sequence of them): {err}") from None
 
 
 def _values(name: str, x) -> np.ndarray:
-    try:
-        return np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number or an array of numbers (got {x!r})") from None
+    """Real numbers as float64; inf and nan allowed (they pass through the casts), other types refused."""
+    return _checks.as_array(name, x, allow_nonfinite=True)
 
 
 def _round_fp32_mantissa(x, kept_bits: int) -> np.ndarray:
@@ -199,7 +204,7 @@ def representable_values(name: str) -> np.ndarray:
     patterns are dropped. fp8_e4m3 has 253 finite values, fp8_e5m2 247, fp4_e2m1 15, int8 256,
     int4 16, nf4 16. Explained in :doc:`/book/low_precision` (section "Every value of an 8-bit float").
     """
-    name = _checks.choice("format", name, SMALL_FORMATS)
+    name = _checks.choice("format name", name, SMALL_FORMATS)
     if name in ("int8", "int4"):
         info = format_info(name)
         return np.arange(info["min"], info["max"] + 1.0)
@@ -213,19 +218,21 @@ def representable_values(name: str) -> np.ndarray:
 # --- loss scaling ---------------------------------------------------------------------------
 
 def _seed(value) -> int:
-    arr = _checks.non_negative("seed", value)
-    if arr.ndim != 0 or arr != np.floor(arr):
-        raise ValueError(f"seed must be a single whole number >= 0 (got {value!r})")
-    return int(arr)
+    number = _checks.scalar("seed", value)
+    if number < 0 or number != np.floor(number):
+        raise ValueError(f"seed must be a single whole number >= 0 (got {number:g})")
+    return int(number)
 
 
-def _count(name: str, value) -> int:
-    arr = _checks.positive_int(name, value)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a single whole number >= 1 (got an array)")
-    return int(arr)
+def _count(name: str, value, maximum=None) -> int:
+    return _checks.count(name, value, maximum)
 
 
+#: Most values a sampling function generates in one call (beyond it, seconds and gigabytes).
+MAX_SAMPLES = 10**7
+
+
+@_checks.finite_result
 def gradient_sample(n, log10_mean, log10_std, seed=0) -> np.ndarray:
     """``n`` synthetic gradient values: magnitudes 10**N(log10_mean, log10_std), random signs.
 
@@ -233,9 +240,9 @@ def gradient_sample(n, log10_mean, log10_std, seed=0) -> np.ndarray:
     their log-magnitudes spread over many decades). Deterministic for a ``seed``; float64 array.
     Explained in :doc:`/book/low_precision` (section "Loss scaling").
     """
-    n = _count("n", n)
-    mean = float(_checks.as_array("log10_mean", log10_mean))
-    std = float(_checks.non_negative("log10_std", log10_std))
+    n = _count("n", n, MAX_SAMPLES)
+    mean = _checks.scalar("log10_mean", log10_mean)
+    std = float(_checks.non_negative("log10_std", _checks.scalar("log10_std", log10_std)))
     rng = np.random.default_rng(_seed(seed))
     magnitudes = 10.0 ** rng.normal(mean, std, n)
     return np.where(rng.random(n) < 0.5, -magnitudes, magnitudes)
@@ -249,6 +256,7 @@ def _overflowed(scaled: np.ndarray, quantized: np.ndarray, name: str) -> np.ndar
     return ~np.isfinite(quantized)
 
 
+@_checks.finite_result
 def overflow_underflow_fractions(grads, name: str, loss_scale=1.0):
     """Fractions of ``grads`` lost when scaled by ``loss_scale`` and cast to format ``name``.
 
@@ -262,27 +270,85 @@ def overflow_underflow_fractions(grads, name: str, loss_scale=1.0):
     if grads.size == 0:
         raise ValueError("grads must hold at least one value (got an empty array)")
     scales = _checks.positive("loss_scale", loss_scale)
-    over = np.empty(scales.shape)
-    under = np.empty(scales.shape)
-    nonzero = grads != 0
-    with np.errstate(over="ignore"):
-        for i, s in np.ndenumerate(scales):
-            scaled = grads * s
-            q = quantize(scaled, name)
-            over[i] = np.mean(_overflowed(scaled, q, name))
-            under[i] = np.mean(nonzero & (q == 0))
+    flat = scales.ravel()
+    over, under = np.zeros(flat.size), np.zeros(flat.size)
+    # quantize is monotone in |x| on each side of 0, so whether grads * s flushes to zero or
+    # overflows is decided by two thresholds per sign (found once, exactly); counting the sorted
+    # magnitudes below them gives the same fractions as casting every value for every scale.
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        for sign, values in ((1.0, grads[grads > 0]), (-1.0, -grads[grads < 0])):
+            if values.size == 0:
+                continue
+            magnitudes, counts = np.unique(values, return_counts=True)
+            cumulative = np.concatenate([[0], np.cumsum(counts)])
+            zero_limit, keep_limit = _loss_thresholds(name, sign)
+            under += cumulative[_count_at_most(magnitudes, flat, zero_limit)]
+            over += cumulative[-1] - cumulative[_count_at_most(magnitudes, flat, keep_limit)]
+    over, under = (over / grads.size).reshape(scales.shape), (under / grads.size).reshape(scales.shape)
     if scales.ndim == 0:
         return float(over), float(under)
     return over, under
 
 
+_INF_BITS = int(np.array(np.inf).view(np.int64))
+
+
+def _bits_to_float(bits: int) -> float:
+    return float(np.array(bits, dtype=np.int64).view(np.float64))
+
+
+@functools.lru_cache(maxsize=None)
+def _loss_thresholds(name: str, sign: float) -> tuple[float, float]:
+    """For values ``sign * t`` (t >= 0): the largest t that :func:`quantize` flushes to 0, and the
+    largest t that does not overflow (:func:`_overflowed`). Exact: bisection over float64 bit
+    patterns (ordered like the values they encode), evaluating the cast itself."""
+    def lost(bits: int) -> tuple[bool, bool]:
+        y = np.array([sign * _bits_to_float(bits)])
+        q = quantize(y, name)
+        return bool(q[0] == 0), bool(_overflowed(y, q, name)[0])
+
+    limits = []
+    for which in (0, 1):  # 0: flushed to zero (true up to a threshold), 1: kept (not overflowed)
+        lo, hi = 0, _INF_BITS
+        if (lost(hi)[0] if which == 0 else not lost(hi)[1]):
+            limits.append(np.inf)
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            ok = lost(mid)[0] if which == 0 else not lost(mid)[1]
+            lo, hi = (mid, hi) if ok else (lo, mid)
+        limits.append(_bits_to_float(lo))
+    return limits[0], limits[1]
+
+
+def _count_at_most(magnitudes: np.ndarray, scales: np.ndarray, limit: float) -> np.ndarray:
+    """For each scale s, how many of the sorted ``magnitudes`` m have fl(m * s) <= ``limit``.
+
+    fl(m * s) grows with m, so the answer is a prefix length: searchsorted on limit / s, then
+    corrected for the rounding of the product (a few steps at most; a slow exact path otherwise)."""
+    n = magnitudes.size
+    k = np.searchsorted(magnitudes, limit / scales, side="right")
+    for _ in range(8):
+        down = (k > 0) & (magnitudes[np.maximum(k - 1, 0)] * scales > limit)
+        up = (k < n) & (magnitudes[np.minimum(k, n - 1)] * scales <= limit)
+        if not (down.any() or up.any()):
+            return k
+        k = k - down + up
+    for i in np.flatnonzero((k > 0) & (magnitudes[np.maximum(k - 1, 0)] * scales > limit)
+                            | (k < n) & (magnitudes[np.minimum(k, n - 1)] * scales <= limit)):
+        k[i] = np.searchsorted(magnitudes * scales[i], limit, side="right")
+    return k
+
+
 def _scale_rule(init_scale, growth_interval, backoff, growth):
-    return (float(_checks.positive("init_scale", init_scale)),
+    return (float(_checks.positive("init_scale", _checks.scalar("init_scale", init_scale))),
             _count("growth_interval", growth_interval),
-            float(_checks.in_range("backoff", _checks.positive("backoff", backoff), 0.0, 1.0)),
-            float(_checks.in_range("growth", growth, 1.0, np.inf)))
+            float(_checks.in_range("backoff", _checks.positive("backoff", _checks.scalar("backoff", backoff)),
+                                   0.0, 1.0)),
+            float(_checks.in_range("growth", _checks.scalar("growth", growth), 1.0, np.inf)))
 
 
+@_checks.finite_result
 def dynamic_loss_scale_trace(overflow, init_scale=2.0**16, growth_interval=2000, backoff=0.5, growth=2.0):
     """The loss scale used at each step, given which steps overflowed (1-D booleans).
 
@@ -291,8 +357,11 @@ def dynamic_loss_scale_trace(overflow, init_scale=2.0**16, growth_interval=2000,
     ``growth_interval`` consecutive clean steps it is multiplied by ``growth``. Returns a float64
     array as long as ``overflow``. Explained in :doc:`/book/low_precision` (section "Dynamic loss scaling").
     """
-    flags = np.asarray(overflow)
-    if flags.ndim != 1 or flags.dtype.kind not in "biu" or not np.isin(flags, (0, 1)).all():
+    try:
+        flags = np.asarray(overflow)
+    except (TypeError, ValueError):  # ragged nested lists
+        flags = None
+    if flags is None or flags.ndim != 1 or flags.dtype.kind not in "biu" or not np.isin(flags, (0, 1)).all():
         raise ValueError("overflow must be a 1-D array of booleans (one per step)")
     scale, interval, backoff, growth = _scale_rule(init_scale, growth_interval, backoff, growth)
     scales = np.empty(flags.size)
@@ -313,6 +382,7 @@ def _next_scale(scale, clean, overflowed, interval, backoff, growth):
     return scale, clean
 
 
+@_checks.finite_result
 def dynamic_loss_scale_run(grad_max, name="fp16", init_scale=2.0**16, growth_interval=2000,
                            backoff=0.5, growth=2.0):
     """Closed-loop dynamic loss scaling: the scale per step and whether that step overflowed.
@@ -361,6 +431,17 @@ def _absmax_scale(x: np.ndarray, target: float, axis) -> np.ndarray:
     return np.where(absmax > 0, target / np.where(absmax > 0, absmax, 1.0), 1.0)
 
 
+def _tiny_shift(x: np.ndarray, axis) -> np.ndarray:
+    """Power-of-two exponents that lift slices whose absolute maximum is below 2**-900 to [0.5, 1).
+
+    ``target / absmax`` would overflow for them (448 / 1e-306 is inf). Scaling by a power of two
+    is exact, and it is 0 (no change at all) for every other slice.
+    """
+    absmax = np.max(np.abs(x), axis=axis, keepdims=True) if x.size else np.zeros(1)
+    return np.where((absmax > 0) & (absmax < 2.0**-900), -np.frexp(absmax)[1], 0)
+
+
+@_checks.finite_result
 def absmax_quantize_int8(X, axis=-1) -> np.ndarray:
     """``X`` quantized to int8 with absmax scaling and dequantized back (float64, same shape).
 
@@ -370,18 +451,26 @@ def absmax_quantize_int8(X, axis=-1) -> np.ndarray:
     """
     X = _checks.as_array("X", X)
     if axis is not None:
+        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+            raise ValueError(f"axis must be None or a whole number (got {axis!r})")
         axis = int(axis)
         if not -X.ndim <= axis < X.ndim:
             raise ValueError(f"axis must be None or in [{-X.ndim}, {X.ndim - 1}] (got {axis})")
+    shift = _tiny_shift(X, axis)
+    X = np.ldexp(X, shift)
     scale = _absmax_scale(X, 127.0, axis)
-    return np.rint(X * scale) / scale
+    return np.ldexp(np.rint(X * scale) / scale, -shift)
 
 
 def _int8_product(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    ex, ew = _tiny_shift(X, 1), _tiny_shift(W, 0)
+    X, W = np.ldexp(X, ex), np.ldexp(W, ew)
     sx, sw = _absmax_scale(X, 127.0, 1), _absmax_scale(W, 127.0, 0)
-    return (np.rint(X * sx) @ np.rint(W * sw)) / (sx * sw)  # integer products are exact in float64
+    product = (np.rint(X * sx) @ np.rint(W * sw)) / (sx * sw)  # integer products are exact in float64
+    return np.ldexp(product, -(ex + ew))
 
 
+@_checks.finite_result
 def absmax_int8_matmul(X, W) -> np.ndarray:
     """``X @ W`` with vector-wise int8 quantization: absmax per row of ``X`` and per column of ``W``.
 
@@ -393,6 +482,7 @@ def absmax_int8_matmul(X, W) -> np.ndarray:
     return _int8_product(X, W)
 
 
+@_checks.finite_result
 def mixed_int8_matmul(X, W, threshold=6.0) -> np.ndarray:
     """``X @ W`` the LLM.int8() way: outlier feature columns in 16-bit, the rest vector-wise int8.
 
@@ -402,16 +492,22 @@ def mixed_int8_matmul(X, W, threshold=6.0) -> np.ndarray:
     Explained in :doc:`/book/low_precision` (section "Outlier features and LLM.int8()").
     """
     X, W = _pair(X, W)
-    threshold = float(_checks.positive("threshold", threshold))
+    threshold = float(_checks.positive("threshold", _checks.scalar("threshold", threshold)))
     outliers = np.any(np.abs(X) >= threshold, axis=0)
     out = np.zeros((X.shape[0], W.shape[1]))
     if outliers.any():
-        out += quantize(X[:, outliers], "fp16") @ quantize(W[outliers], "fp16")
+        x16, w16 = quantize(X[:, outliers], "fp16"), quantize(W[outliers], "fp16")
+        if not (np.isfinite(x16).all() and np.isfinite(w16).all()):
+            raise ValueError("X and W must stay within fp16's range (|value| <= 65504) in the outlier columns "
+                             "that LLM.int8() keeps in 16-bit (got |X| up to "
+                             f"{np.abs(X[:, outliers]).max():g}, |W| up to {np.abs(W[outliers]).max():g})")
+        out += x16 @ w16
     if (~outliers).any():
         out += _int8_product(X[:, ~outliers], W[~outliers])
     return out
 
 
+@_checks.finite_result
 def fp8_matmul(X, W, name="fp8_e4m3") -> np.ndarray:
     """``X @ W`` with both operands cast to FP8 after per-tensor scaling, multiplied in float64.
 
@@ -419,13 +515,16 @@ def fp8_matmul(X, W, name="fp8_e4m3") -> np.ndarray:
     57344 for e5m2: torchao's "tensorwise" recipe), rounded, and scaled back.
     Explained in :doc:`/book/low_precision` (section "FP8 with per-tensor scaling").
     """
-    name = _checks.choice("format", name, FP8_FORMATS)
+    name = _checks.choice("format name", name, FP8_FORMATS)
     X, W = _pair(X, W)
     top = format_info(name)["max"]
+    ex, ew = _tiny_shift(X, None), _tiny_shift(W, None)
+    X, W = np.ldexp(X, ex), np.ldexp(W, ew)
     sx, sw = _absmax_scale(X, top, None), _absmax_scale(W, top, None)
-    return (quantize(X * sx, name) / sx) @ (quantize(W * sw, name) / sw)
+    return np.ldexp(quantize(X * sx, name) / sx, -ex) @ np.ldexp(quantize(W * sw, name) / sw, -ew)
 
 
+@_checks.finite_result
 def matmul_relative_error(approx, exact) -> float:
     """Relative Frobenius error ``||approx - exact|| / ||exact||`` (dimensionless).
 
@@ -434,12 +533,26 @@ def matmul_relative_error(approx, exact) -> float:
     approx, exact = _checks.as_array("approx", approx), _checks.as_array("exact", exact)
     if approx.shape != exact.shape:
         raise ValueError(f"approx must have the shape of exact {exact.shape} (got {approx.shape})")
-    norm = np.sqrt(np.sum(np.square(exact)))  # not np.linalg.norm: its BLAS call stalls under load
+    norm, e_norm = _scaled_norm(exact)
     if norm == 0:
         raise ValueError("exact must not be all zeros")
-    return float(np.sqrt(np.sum(np.square(approx - exact))) / norm)
+    half = 1 if max(np.abs(approx).max(), np.abs(exact).max()) > 2.0**1000 else 0  # the difference may overflow
+    error, e_error = _scaled_norm(np.ldexp(approx, -half) - np.ldexp(exact, -half))
+    return float(np.ldexp(error / norm, e_error + half - e_norm))
 
 
+def _scaled_norm(v: np.ndarray) -> tuple[float, int]:
+    """sqrt(sum(v**2)) as (value, e), the norm being value * 2**e: squares neither overflow nor underflow.
+
+    e is 0 unless the largest |v| is outside [2**-450, 2**450]; then v is scaled by a power of two
+    (exact). Not np.linalg.norm: its BLAS call stalls under load.
+    """
+    top = np.abs(v).max() if v.size else 0.0
+    e = int(np.frexp(top)[1]) if top > 0 and not 2.0**-450 <= top <= 2.0**450 else 0
+    return np.sqrt(np.sum(np.square(np.ldexp(v, -e)))), e
+
+
+@_checks.finite_result
 def outlier_activations(rows, cols, n_outlier_cols, outlier_scale=20.0, seed=0) -> np.ndarray:
     """A ``rows`` x ``cols`` activation matrix with a few large-magnitude feature columns.
 
@@ -449,10 +562,12 @@ def outlier_activations(rows, cols, n_outlier_cols, outlier_scale=20.0, seed=0) 
     Explained in :doc:`/book/low_precision` (section "Outlier features and LLM.int8()").
     """
     rows, cols = _count("rows", rows), _count("cols", cols)
-    n_out = float(_checks.in_range("n_outlier_cols", n_outlier_cols, 0, cols))
+    if rows * cols > MAX_SAMPLES:
+        raise ValueError(f"rows x cols must be at most {MAX_SAMPLES:g} values (got rows={rows}, cols={cols})")
+    n_out = float(_checks.in_range("n_outlier_cols", _checks.scalar("n_outlier_cols", n_outlier_cols), 0, cols))
     if n_out != int(n_out):
         raise ValueError(f"n_outlier_cols must be a whole number in [0, {cols}] (got {n_outlier_cols!r})")
-    scale = float(_checks.positive("outlier_scale", outlier_scale))
+    scale = float(_checks.positive("outlier_scale", _checks.scalar("outlier_scale", outlier_scale)))
     rng = np.random.default_rng(_seed(seed))
     X = rng.standard_normal((rows, cols))
     chosen = rng.choice(cols, size=int(n_out), replace=False)
@@ -460,6 +575,7 @@ def outlier_activations(rows, cols, n_outlier_cols, outlier_scale=20.0, seed=0) 
     return X
 
 
+@_checks.finite_result
 def blockwise_quantize(x, name: str, block_size=64) -> np.ndarray:
     """``x`` quantized to ``name`` in blocks with absmax scaling, then scaled back (float64, x's shape).
 
@@ -472,12 +588,22 @@ def blockwise_quantize(x, name: str, block_size=64) -> np.ndarray:
     x = _checks.as_array("x", x)
     size = _count("block_size", block_size)
     flat = x.ravel()
-    padded = np.concatenate([flat, np.zeros(-flat.size % size)]).reshape(-1, size)
-    scale = _absmax_scale(padded, format_info(name)["max"], 1)
-    out = quantize(padded * scale, name) / scale
-    return out.ravel()[:flat.size].reshape(x.shape)
+    if flat.size == 0:
+        return flat.reshape(x.shape).copy()
+    # Per-block maxima without padding past the data (a block larger than x is all of x).
+    starts = np.arange(0, flat.size, min(size, flat.size))
+    lengths = np.diff(np.append(starts, flat.size))
+    absmax = np.maximum.reduceat(np.abs(flat), starts)
+    shift = np.repeat(_tiny_shift(absmax[:, None], 1).ravel(), lengths)
+    flat = np.ldexp(flat, shift)
+    absmax = np.maximum.reduceat(np.abs(flat), starts)
+    top = format_info(name)["max"]
+    scale = np.repeat(np.where(absmax > 0, top / np.where(absmax > 0, absmax, 1.0), 1.0), lengths)
+    out = quantize(flat * scale, name) / scale
+    return np.ldexp(out, -shift).reshape(x.shape)
 
 
+@_checks.finite_result
 def quantization_mse(x, name: str, block_size=64) -> float:
     """Mean squared error of :func:`blockwise_quantize` on ``x`` (in x's units squared).
 
@@ -491,6 +617,7 @@ def quantization_mse(x, name: str, block_size=64) -> float:
 
 # --- speed ----------------------------------------------------------------------------------
 
+@_checks.finite_result
 def bytes_per_element(name: str, block_size=None, scale_bytes=4.0) -> float:
     """Memory per element of format ``name``, in bytes (fp32 4, tf32 4, fp16/bf16 2, fp8/int8 1, 4-bit 0.5).
 
@@ -500,11 +627,13 @@ def bytes_per_element(name: str, block_size=None, scale_bytes=4.0) -> float:
     """
     name = _format(name)
     size = format_info(name)["storage_bits"] / 8
+    scale_bytes = _checks.non_negative("scale_bytes", scale_bytes)
     if block_size is not None:
-        size = size + _checks.non_negative("scale_bytes", scale_bytes) / _checks.positive_int("block_size", block_size)
+        size = size + scale_bytes / _checks.positive_int("block_size", block_size)
     return size if np.ndim(size) else float(size)
 
 
+@_checks.finite_result
 def fp8_training_speedup(gemm_speedup, gemm_fraction, transpose_overhead_fraction=0.0):
     """End-to-end speedup of a training step when only its matrix multiplications get faster.
 
@@ -521,6 +650,7 @@ def fp8_training_speedup(gemm_speedup, gemm_fraction, transpose_overhead_fractio
     return 1.0 / ((1.0 - f) + f / s + t)
 
 
+@_checks.finite_result
 def gemm_fraction_needed(end_to_end_speedup, gemm_speedup, transpose_overhead_fraction=0.0):
     """The GEMM share of step time that :func:`fp8_training_speedup` needs to reach ``end_to_end_speedup``.
 
@@ -536,6 +666,7 @@ def gemm_fraction_needed(end_to_end_speedup, gemm_speedup, transpose_overhead_fr
 
 
 
+@_checks.finite_result
 def fp8_overhead_needed(end_to_end_speedup, gemm_speedup, gemm_fraction):
     """The overhead (share of the 16-bit step time) for which :func:`fp8_training_speedup` equals ``end_to_end_speedup``.
 
@@ -546,3 +677,169 @@ def fp8_overhead_needed(end_to_end_speedup, gemm_speedup, gemm_fraction):
     s = _checks.positive("gemm_speedup", gemm_speedup)
     f = _checks.in_range("gemm_fraction", gemm_fraction, 0.0, 1.0)
     return 1.0 / e - ((1.0 - f) + f / s)
+
+
+# --- scales: format and granularity -----------------------------------------------------------
+
+#: How a block's scale is stored: exactly (``"fp32"``), as a power of two (``"e8m0"``, the OCP MX
+#: formats' shared exponent), or rounded to FP8 E4M3 under one FP32 tensor scale (``"e4m3"``,
+#: NVFP4's two-level scheme).
+SCALE_FORMATS = ("fp32", "e8m0", "e4m3")
+
+#: Named scaling schemes: (block rows, block columns, scale format); ``None`` spans the whole
+#: dimension. Per tensor and per row are torchao's "tensorwise" and "rowwise" recipes; 1 x 128
+#: and 128 x 128 are DeepSeek-V3's activation and weight blocks; MX scales 32 values along a row
+#: by a power of two (OCP MX v1.0); NVFP4 scales 16 values by an E4M3 number.
+SCALING_SCHEMES = {
+    "per tensor": (None, None, "fp32"),
+    "per row": (1, None, "fp32"),
+    "1x128 blocks": (1, 128, "fp32"),
+    "128x128 blocks": (128, 128, "fp32"),
+    "MX (32, E8M0)": (1, 32, "e8m0"),
+    "NVFP4 (16, E4M3)": (1, 16, "e4m3"),
+}
+
+
+def _block_dim(name: str, value, full: int) -> int:
+    if value is None:
+        return full
+    return min(_count(name, value), full)
+
+
+def _block_amax(x: np.ndarray, br: int, bc: int) -> np.ndarray:
+    """Absolute maximum of each br x bc block of ``x``, expanded back to x's shape."""
+    rows, cols = x.shape
+    padded = np.zeros((-(-rows // br) * br, -(-cols // bc) * bc))
+    padded[:rows, :cols] = np.abs(x)
+    blocks = padded.reshape(padded.shape[0] // br, br, padded.shape[1] // bc, bc)
+    amax = blocks.max(axis=(1, 3))
+    return np.repeat(np.repeat(amax, br, axis=0), bc, axis=1)[:rows, :cols]
+
+
+@_checks.finite_result
+def block_scales(x, name: str, block_rows=None, block_cols=None, scale_format: str = "fp32"):
+    """The scale each element of ``x`` is divided by before rounding to ``name`` (same shape as x).
+
+    Blocks are ``block_rows`` x ``block_cols`` elements of the 2-D ``x`` (a 1-D ``x`` is one
+    row; ``None`` = the whole dimension). With M the format's largest value and a a block's
+    absolute maximum:
+
+    - ``"fp32"``: a / M, so a maps exactly onto M;
+    - ``"e8m0"``: 2**(floor(log2 a) - e_max), e_max = floor(log2 M) (the OCP MX rule: a lands in
+      [2**e_max, 2**(e_max + 1)), and values above M are clamped);
+    - ``"e4m3"``: a tensor scale s = A / (M x 448) for the tensor maximum A, times the block's
+      a / (M s) rounded to E4M3 (NVFP4).
+
+    Blocks of zeros get scale 1.
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    name = _format(name)
+    fmt = _checks.choice("scale_format", scale_format, SCALE_FORMATS)
+    x = _checks.as_array("x", x)
+    shape = x.shape
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D or 2-D array (got shape {shape})")
+    br = _block_dim("block_rows", block_rows, x.shape[0])
+    bc = _block_dim("block_cols", block_cols, x.shape[1])
+    top = format_info(name)["max"]
+    amax = _block_amax(x, br, bc)
+    safe = np.where(amax > 0, amax, 1.0)
+    if fmt == "fp32":
+        scale = safe / top
+    elif fmt == "e8m0":
+        exponent = np.clip(np.floor(np.log2(safe)) - np.floor(np.log2(top)), -127, 127)
+        scale = 2.0**exponent
+    else:
+        tensor = float(amax.max()) / (top * 448.0) if amax.max() > 0 else 1.0
+        scale = tensor * quantize(safe / (top * tensor), "fp8_e4m3")
+    return np.where(amax > 0, scale, 1.0).reshape(shape)
+
+
+@_checks.finite_result
+def scaled_quantize(x, name: str, block_rows=None, block_cols=None, scale_format: str = "fp32"):
+    """``x`` divided by its :func:`block_scales`, clamped to the format's range, rounded, and scaled back.
+
+    The clamp is the saturating conversion the MX and NVFP4 specifications prescribe. An
+    element whose scale underflowed to 0 (an E4M3 block scale far below the tensor maximum)
+    becomes 0. Returns float64 in x's shape.
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    scale = block_scales(x, name, block_rows, block_cols, scale_format)
+    x = np.asarray(x, dtype=float)
+    top = format_info(name)["max"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(scale > 0, x / np.where(scale > 0, scale, 1.0), 0.0)
+    return quantize(np.clip(ratio, -top, top), name) * scale
+
+
+@_checks.finite_result
+def scheme_quantize(x, name: str, scheme: str):
+    """:func:`scaled_quantize` with one of the named :data:`SCALING_SCHEMES`.
+
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    block_rows, block_cols, fmt = SCALING_SCHEMES[_checks.choice("scheme", scheme, SCALING_SCHEMES)]
+    return scaled_quantize(x, name, block_rows, block_cols, fmt)
+
+
+@_checks.finite_result
+def gradient_matrix(rows, cols, log10_mean, log10_row_std, log10_within_std, seed=0) -> np.ndarray:
+    """A ``rows`` x ``cols`` matrix of synthetic gradients whose magnitude varies from row to row.
+
+    Row i has a typical magnitude 10**N(log10_mean, log10_row_std); within a row the magnitudes
+    spread as 10**N(0, log10_within_std) around it; signs are random. Pooled, the values span
+    sqrt(row_std**2 + within_std**2) decades per standard deviation, but one row spans only
+    ``log10_within_std``: the structure per-row scales exploit. Deterministic for a ``seed``.
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    rows, cols = _count("rows", rows), _count("cols", cols)
+    if rows * cols > MAX_SAMPLES:
+        raise ValueError(f"rows x cols must be at most {MAX_SAMPLES:g} values (got rows={rows}, cols={cols})")
+    mean = _checks.scalar("log10_mean", log10_mean)
+    row_std = float(_checks.non_negative("log10_row_std", _checks.scalar("log10_row_std", log10_row_std)))
+    within = float(_checks.non_negative("log10_within_std", _checks.scalar("log10_within_std", log10_within_std)))
+    rng = np.random.default_rng(_seed(seed))
+    row_level = rng.normal(mean, row_std, (rows, 1))
+    magnitude = 10.0 ** (row_level + rng.normal(0.0, within, (rows, cols)))
+    return np.where(rng.random((rows, cols)) < 0.5, -magnitude, magnitude)
+
+
+@_checks.finite_result
+def cast_losses(x, name: str, scheme: str) -> dict:
+    """What scaling ``x`` by ``scheme`` and rounding to ``name`` loses: a dict of fractions (0-1).
+
+    ``lost_values``: nonzero elements that became 0; ``lost_norm``: the norm of those elements
+    relative to the norm of ``x``; ``relative_error``: ||q - x|| / ||x|| over all elements.
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    q = scheme_quantize(x, name, scheme)
+    x = np.asarray(x, dtype=float)
+    peak = np.max(np.abs(x))
+    if peak == 0:
+        raise ValueError("x must not be all zeros")
+    xs, qs = x / peak, q / peak
+    norm = np.sqrt(np.sum(xs**2))
+    lost = (xs != 0) & (qs == 0)
+    return {"lost_values": float(np.mean(lost[xs != 0])),
+            "lost_norm": float(np.sqrt(np.sum(xs[lost] ** 2)) / norm),
+            "relative_error": float(np.sqrt(np.sum((qs - xs) ** 2)) / norm)}
+
+
+@_checks.finite_result
+def scheme_matmul(X, W, name: str, scheme: str) -> np.ndarray:
+    """``X @ W`` with both operands rounded to ``name`` under the same :data:`SCALING_SCHEMES` entry.
+
+    The scheme's blocks run along the inner dimension for both operands: rows of ``X`` and
+    columns of ``W`` (so "per row" is vector-wise scaling, one scale per row of X and per column
+    of W). The products are accumulated exactly in float64.
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    X = _checks.as_array("X", X)
+    W = _checks.as_array("W", W)
+    if X.ndim != 2 or W.ndim != 2 or X.size == 0 or W.size == 0:
+        raise ValueError(f"X and W must be non-empty 2-D arrays (got shapes {X.shape} and {W.shape})")
+    if X.shape[1] != W.shape[0]:
+        raise ValueError(f"W must have as many rows as X has columns ({X.shape[1]}; got {W.shape[0]})")
+    return scheme_quantize(X, name, scheme) @ scheme_quantize(W.T, name, scheme).T

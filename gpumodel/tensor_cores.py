@@ -95,6 +95,7 @@ def _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_
     return global_rounds, ffma_rounds, tensor_core_rounds
 
 
+@_checks.finite_result
 def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_core_tile=4,
                   fma_per_thread=2):
     """Sequential rounds of the post's matmul: dict of arrays {"global", "ffma", "tensor_core"} (counts).
@@ -115,6 +116,7 @@ def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_
     return {"global": g * 1.0, "ffma": f * 1.0, "tensor_core": t * 1.0}
 
 
+@_checks.finite_result
 def matmul_cycle_breakdown(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
                            global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
                            method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
@@ -149,6 +151,7 @@ def matmul_cycle_breakdown(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8
     return {"global": wait_global * 1.0, "shared": shared * 1.0, "compute": compute * 1.0}
 
 
+@_checks.finite_result
 def matmul_cycles(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
                   global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
                   method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
@@ -156,14 +159,22 @@ def matmul_cycles(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
 
     At the defaults: 200 + 8 x 34 + 8 x 4 = 504 (``"ffma"``), 200 + 34 + 1 = 235 (``"tensor_core"``)
     and max(200, 34 + 1) = 200 (``"async_copy"``).
-    Explained in :doc:`/book/tensor_cores` (section "The post's cycle model").
+    Explained in :doc:`/book/tensor_cores` (section "Worked case: the guide's cycle model").
     """
     parts = matmul_cycle_breakdown(size, sms, warps_per_sm, tensor_cores_per_sm, global_latency,
                                    shared_latency, ffma_latency, mma_latency, method,
                                    tensor_core_tile, fma_per_thread)
+    if _checks.choice("method", method, METHODS) == "async_copy":
+        # max(global, shared + compute) directly: adding the exposed max(global - shared - compute, 0)
+        # back to shared + compute can round below global, so more latency could give fewer cycles.
+        hidden = matmul_cycle_breakdown(size, sms, warps_per_sm, tensor_cores_per_sm, global_latency,
+                                        shared_latency, ffma_latency, mma_latency, "tensor_core",
+                                        tensor_core_tile, fma_per_thread)
+        return np.maximum(hidden["global"], parts["shared"] + parts["compute"])
     return parts["global"] + parts["shared"] + parts["compute"]
 
 
+@_checks.finite_result
 def speedup_percent(cycles_before, cycles_after):
     """Cycles saved as a percentage of ``cycles_before``: 100 (1 - after / before) (the post's "another 15%").
 
@@ -175,11 +186,10 @@ def speedup_percent(cycles_before, cycles_after):
 
 
 def _flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False (got {value!r})")
-    return bool(value)
+    return _checks.flag(name, value)
 
 
+@_checks.finite_result
 def tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, double_buffered: bool = False):
     """Cycles of a loop over ``k_tiles`` tiles of K, each needing a load and a compute phase (cycles).
 
@@ -196,6 +206,7 @@ def tiled_loop_cycles(k_tiles, load_cycles, compute_cycles, double_buffered: boo
     return k * (load + compute)
 
 
+@_checks.finite_result
 def tensor_core_utilization(k_tiles, load_cycles, compute_cycles, double_buffered: bool = False):
     """Fraction (0-1) of :func:`tiled_loop_cycles` in which the Tensor Cores compute: k compute / total.
 
@@ -206,6 +217,7 @@ def tensor_core_utilization(k_tiles, load_cycles, compute_cycles, double_buffere
     return np.asarray(k_tiles, dtype=float) * np.asarray(compute_cycles, dtype=float) / total
 
 
+@_checks.finite_result
 def cycles_to_seconds(cycles, clock_hz):
     """Wall time in seconds of ``cycles`` SM clock cycles at ``clock_hz`` (1.41e9 Hz: 1 cycle = 0.71 ns).
 
@@ -214,6 +226,7 @@ def cycles_to_seconds(cycles, clock_hz):
     return _checks.non_negative("cycles", cycles) / _checks.positive("clock_hz", clock_hz)
 
 
+@_checks.finite_result
 def peak_tensor_flops(sms, tensor_cores_per_sm, flop_per_tensor_core_per_cycle, clock_hz):
     """Peak Tensor Core throughput in FLOP/s: sms x tensor_cores_per_sm x FLOP per Tensor Core per cycle x clock (Hz).
 
@@ -232,7 +245,13 @@ def tensor_core_family(architecture: str) -> str:
 
     Explained in :doc:`/book/tensor_cores` (section "Peak TFLOPS from the SM count").
     """
-    text = str(architecture)
+    text = _checks.text("architecture", architecture)
+    if re.search(r"\bTU11[67]\b", text, flags=re.IGNORECASE):
+        raise ValueError(f"architecture {text!r}: TU116 and TU117 (GTX 16 series) have no Tensor Cores")
+    if re.search(r"\b(GB1\d\d|GB[23]00|B[123]00A?)\b", text, flags=re.IGNORECASE):
+        raise ValueError(f"architecture {text!r} is datacenter Blackwell (GB100 die: B200, GB200): the table has "
+                         "no per-Tensor-Core rate for it (NVIDIA publishes no SM count or tensor clock); "
+                         "Blackwell (GB20x) is the consumer chips' rate")
     for pattern, family in _CHIP_PATTERNS:
         if re.search(pattern, text, flags=re.IGNORECASE):
             return family
@@ -248,6 +267,7 @@ def flop_per_tensor_core_cycle(architecture: str, geforce_half_rate: bool = Fals
     return value / 2.0 if _flag("geforce_half_rate", geforce_half_rate) else value
 
 
+@_checks.finite_result
 def derived_vs_published(accelerators=None) -> list[dict]:
     """Peak dense FP16 tensor TFLOPS derived from SMs x Tensor Cores x FLOP/cycle x boost clock, against the datasheet.
 
@@ -261,6 +281,15 @@ def derived_vs_published(accelerators=None) -> list[dict]:
         from . import hardware
 
         accelerators = hardware.accelerators()
+    elif isinstance(accelerators, (str, bytes, dict)) or not hasattr(accelerators, "__iter__"):
+        raise ValueError(f"accelerators must be None or a sequence of hardware.Accelerator records "
+                         f"(got {accelerators!r:.80})")
+    needed = ("name", "architecture", "sm_count", "tensor_cores_per_sm", "boost_clock_mhz", "fp16_tflops",
+              "geforce_half_rate")
+    accelerators = list(accelerators)
+    for acc in accelerators:
+        if not all(hasattr(acc, f) for f in needed):
+            raise ValueError(f"accelerators must hold hardware.Accelerator records (got {acc!r:.80})")
     rows = []
     for acc in accelerators:
         if None in (acc.sm_count, acc.tensor_cores_per_sm, acc.boost_clock_mhz, acc.fp16_tflops):
@@ -323,3 +352,63 @@ def latency_preset(architecture: str = "Ampere (Dettmers 2023)", memory_level: s
                              "use tensor_core_latency='throughput'")
     return {"global_latency": global_latency, "shared_latency": shared,
             "ffma_latency": FFMA_LATENCY_FALLBACK if ffma is None else ffma, "mma_latency": mma}
+
+
+@_checks.finite_result
+def per_sm_cycle(rate, sms, clock_hz):
+    """A chip-wide rate divided among SMs and clock cycles: rate / (sms x clock_hz).
+
+    Bandwidth in bytes/s gives the bytes per cycle per SM that global memory can deliver
+    (H100 SXM5: 3.35e12 / (132 x 1.83e9) = 13.9); a peak in FLOP/s gives FLOP per cycle per SM
+    (H100 SXM5, 16-bit dense: 4 Tensor Cores x 1024 = 4096). Their ratio is the ridge point.
+    Explained in :doc:`/book/tensor_cores` (section "Feeding the Tensor Cores, per SM and per cycle").
+    """
+    rate = _checks.positive("rate", rate)
+    sms = _checks.positive_int("sms", sms)
+    return rate / (sms * _checks.positive("clock_hz", clock_hz))
+
+
+@_checks.finite_result
+def k_step_cycles(tile_m, tile_n, tile_k, bytes_per_cycle, flop_per_cycle, element_bytes=2.0,
+                  share_a=1, share_b=1):
+    """Cycles one SM needs for one K-step of a tile_m x tile_n x tile_k tile: {"load", "compute"}.
+
+    load = (tile_m / share_a + tile_n / share_b) tile_k ``element_bytes`` / ``bytes_per_cycle``:
+    the strips of A and B for this step, each fetched from global memory once for the
+    ``share_a`` (``share_b``) tiles that use it (1: every tile fetches its own; in a wave of
+    r x c tiles sharing through L2, an A strip serves c tiles and a B strip r).
+    compute = 2 tile_m tile_n tile_k / ``flop_per_cycle``. With no sharing,
+    compute / load = tile intensity / ridge point: below 1 the Tensor Cores wait, and
+    :func:`tiled_loop_cycles` with these two numbers gives the loop's time.
+    Explained in :doc:`/book/tensor_cores` (section "Feeding the Tensor Cores, per SM and per cycle").
+    """
+    tile_m = _checks.positive_int("tile_m", tile_m)
+    tile_n = _checks.positive_int("tile_n", tile_n)
+    tile_k = _checks.positive_int("tile_k", tile_k)
+    bpc = _checks.positive("bytes_per_cycle", bytes_per_cycle)
+    fpc = _checks.positive("flop_per_cycle", flop_per_cycle)
+    b = _checks.positive("element_bytes", element_bytes)
+    share_a = _checks.positive("share_a", share_a)
+    share_b = _checks.positive("share_b", share_b)
+    load = (tile_m / share_a + tile_n / share_b) * tile_k * b / bpc
+    compute = 2.0 * tile_m * tile_n * tile_k / fpc
+    load, compute = np.broadcast_arrays(load, compute)
+    return {"load": load * 1.0, "compute": compute * 1.0}
+
+
+@_checks.finite_result
+def max_load_cycles(k_tiles, compute_cycles, utilization):
+    """The longest load per tile (cycles) at which a double-buffered loop still reaches ``utilization``.
+
+    Inverts :func:`tensor_core_utilization` (double buffered) for the load time L, with M =
+    ``compute_cycles`` and k = ``k_tiles``: L = M (1/u - 1/k) when that is at least M (loads
+    slower than compute), else L = k M (1/u - 1). ``utilization`` in (0, 1].
+    Explained in :doc:`/book/tensor_cores` (section "Double buffering").
+    """
+    k = _checks.positive_int("k_tiles", k_tiles)
+    m = _checks.positive("compute_cycles", compute_cycles)
+    u = _checks.in_range("utilization", utilization, 0.0, 1.0)
+    if np.any(u <= 0):
+        raise ValueError("utilization must be in (0, 1] (got 0)")
+    slow = m * (1.0 / u - 1.0 / k)
+    return np.where(slow >= m, slow, k * m * (1.0 / u - 1.0))

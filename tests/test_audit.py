@@ -61,3 +61,17 @@ def test_cli_reproduce_json():
     rows = json.loads(out)
     assert {r["id"] for r in rows} >= set(REQUIRED)
     assert all(isinstance(r["model_value"], float) for r in rows)
+
+
+def test_frame_takes_one_prefix_as_a_string():
+    assert list(audit.frame("tpu_vs_gpu").index) == list(audit.frame(("tpu_vs_gpu",)).index)
+    assert len(audit.frame("tpu")) == len(audit.frame(("tpu",))) > 0
+    with pytest.raises(ValueError, match="prefixes"):
+        audit.frame(5)
+
+
+@pytest.mark.parametrize("value, printed", [(1.0, "1e400"), (True, "1"), (1.0, 1.0), (1.0, "abc"),
+                                            (float("nan"), "1")])
+def test_rounds_to_refuses_bad_input(value, printed):
+    with pytest.raises(ValueError, match="value|printed"):
+        audit.rounds_to(value, printed)

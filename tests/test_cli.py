@@ -50,3 +50,25 @@ def test_bad_input_exit_2_one_line(args, fragment):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert fragment in lines[0]
+
+
+def _strict(text):
+    return json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+@pytest.mark.parametrize("args", [
+    ["matmul", "-a", "H100 SXM5", "-m", str(10**400), "-k", "1", "-n", "1"],
+    ["matmul", "-a", "H100 SXM5", "-m", str(10**103), "-k", str(10**103), "-n", str(10**103)],
+    ["matmul", "-a", "H100 SXM5", "-m", str(10**103), "-k", str(10**103), "-n", str(10**103), "--json"],
+    ["matmul", "-a", "H100 SXM5", "-m", "8", "-k", "8", "-n", "8", "--tile", str(10**200)],
+])
+def test_huge_sizes_exit_2_one_line(args):
+    result = run(*args)
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_json_is_strict(capsys):
+    assert cli.main(["matmul", "-a", "H100 SXM5", "-m", str(10**100), "-k", "1", "-n", "1", "--json"]) == 0
+    values = {r["quantity"]: r["value"] for r in _strict(capsys.readouterr().out)}
+    assert values["flop"] == 2e100

@@ -95,3 +95,42 @@ def test_live_render_pours_the_model_into_the_same_chart():
     expected = float(memory.matmul_tile_traffic(256, 1024, 1024, 64, "fp32"))
     assert f"{expected:.1f}" in vega or str(int(expected)) in vega
     assert e.live_spec() is e.live_spec()
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(step=float("nan")), "step"), (dict(max=float("inf")), "max"), (dict(default=True), "default"),
+    (dict(default=2.5, integer=True), "default"), (dict(grid_step=0.5, integer=True), "grid_step"),
+    (dict(step=1e-300), "step"), (dict(label=None), "label"), (dict(integer="yes"), "integer"),
+    (dict(min="0"), "min"), (dict(max=10**400), "max"),
+])
+def test_slider_refuses_bad_fields_when_built(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        explore.Slider(**{"name": "t", "label": "t", "min": 0, "max": 10, "step": 1, "default": 5, **kwargs})
+
+
+def test_choice_and_exploration_refuse_bad_fields():
+    with pytest.raises(ValueError, match="options"):
+        explore.Choice("c", "c", "ab", "a")
+    with pytest.raises(ValueError, match="default"):
+        explore.Choice("c", "c", (0, 1), False)  # False == 0, but a bool is not an option
+    with pytest.raises(ValueError, match="compute"):
+        explore.Exploration("e", None, (), lambda base: base)
+    with pytest.raises(ValueError, match="params"):
+        explore.Exploration("e", lambda: {}, ("tile",), lambda base: base)
+
+
+@pytest.mark.parametrize("values, name", [
+    (dict(tile=1000), "tile"), (dict(tile=96.5), "tile"), (dict(tile=float("nan")), "tile"),
+    (dict(tile=True), "tile"), (dict(tile=[96]), "tile"), (dict(dtype="fp12"), "dtype"),
+    (dict(dtype=["fp16"]), "dtype"), (dict(colour="red"), "colour"),
+])
+def test_table_errors_name_the_slider_or_choice(values, name):
+    with pytest.raises(ValueError, match=name):
+        toy().table(**values)
+
+
+def test_every_static_grid_value_passes_its_check():
+    for exploration in all_explorations():
+        for p in exploration.params:
+            for value in p.grid():
+                assert p.check(value) is value  # grid_table calls table() with every one of them

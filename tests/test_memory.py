@@ -148,3 +148,46 @@ def test_bad_input_names_the_parameter(call, name):
 def test_unknown_dtype_suggests():
     with pytest.raises(ValueError, match="did you mean 'fp16'"):
         units.dtype_bytes("fp-16x")
+
+
+# --- the house contract: overflow, types and shapes (issue regressions) -----------------------
+
+def test_load_seconds_blames_the_callers_sizes():
+    with pytest.raises(ValueError, match="k") as err:
+        memory.matmul_load_seconds(256, 1e300, 1024, 128, 900)
+    assert "nbytes" not in str(err.value)  # a parameter this caller never passed
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: memory.arithmetic_intensity(1e200, 1e200, 1e200), ("m", "k", "n")),
+    (lambda: memory.transfer_seconds(1, 1e-320), ("bandwidth",)),
+    (lambda: memory.tile_count(True, True, True), ("rows",)),
+    (lambda: memory.tile_count("1", 1, 1), ("rows",)),
+    (lambda: memory.tile_count(1 + 0j, 1, 1), ("rows",)),
+    (lambda: memory.tile_count(None, 1, 1), ("rows",)),
+    (lambda: memory.matmul_flops(10**400, 1, 1), ("m",)),
+    (lambda: memory.batch_corrected_speedup(2000, 1000, 96.5, 32), ("batch_new",)),
+    (lambda: memory.speedup(np.ones(3), np.ones(2)), ("time_before", "time_after")),
+    (lambda: memory.matmul_tile_traffic(256, 1024, 1024, 128, ["fp16"]), ("dtype",)),
+])
+def test_contract_names_what_the_caller_passed(call, names):
+    with pytest.raises(ValueError) as err:
+        call()
+    message = str(err.value)
+    assert any(name in message for name in names), message
+
+
+def test_overflow_message_names_the_arguments():
+    with pytest.raises(ValueError, match=r"m, k, n are too large"):
+        memory.matmul_flops(1e103, 1e103, 1e103)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-300, 1e300), st.floats(1e-300, 1e300), st.floats(1.0, 1e3))
+def test_more_bandwidth_never_slower(nbytes, bandwidth, factor):
+    try:
+        slow = memory.transfer_seconds(nbytes, bandwidth)
+        fast = memory.transfer_seconds(nbytes, bandwidth * factor)
+    except ValueError:  # the time under- or overflows float64: refused, never inf
+        return
+    assert np.isfinite(slow) and fast <= slow

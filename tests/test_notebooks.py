@@ -38,3 +38,25 @@ def test_only_panel_cells_skip_comparison(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_no_stored_widget_state(path):
     assert "widgets" not in json.loads(path.read_text()).get("metadata", {})
+
+
+MAX_CODE_LINE = 77  # what the HTML code column holds on a 1280-px screen
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_code_lines_fit_the_html_column(path):
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            assert len(line) <= MAX_CODE_LINE, f"{len(line)} characters: {line}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_solution_states_a_computed_answer(path):
+    cells = json.loads(path.read_text())["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    for i, source in enumerate(text):
+        if cells[i]["cell_type"] != "markdown" or "```{solution-end}" not in source:
+            continue
+        assert "{glue:text}" in source, f"solution before cell {i} states no computed number"

@@ -36,3 +36,48 @@ def test_range_checks_report_parameter_and_range():
         _checks.positive_int("n", 2.5)
     with pytest.raises(ValueError, match="finite"):
         _checks.positive("y", np.inf)
+
+
+@pytest.mark.parametrize("value", [True, np.array([True, False]), "1", b"1", None, 1 + 2j, np.array([1j]),
+                                   np.array([1.0, None], dtype=object), [[1.0, 2.0], [3.0]], {}, 10**400,
+                                   [10**400], np.nan, [1.0, np.inf]])
+def test_as_array_refuses_what_is_not_a_finite_real_number(value):
+    with pytest.raises(ValueError, match="^x must be"):
+        _checks.as_array("x", value)
+
+
+def test_as_array_accepts_real_numbers():
+    assert _checks.as_array("x", 3).dtype == float
+    np.testing.assert_array_equal(_checks.as_array("x", [1, 2.5, np.float32(3)]), [1, 2.5, 3])
+    assert np.isnan(_checks.as_array("x", [np.nan], allow_nonfinite=True)).all()
+    assert _checks.as_array("x", np.array([10**20], dtype=object))[0] == 1e20
+
+
+def test_scalar_flag_choice_and_broadcast():
+    assert _checks.scalar("s", np.float32(2)) == 2.0
+    with pytest.raises(ValueError, match="s must be a single number"):
+        _checks.scalar("s", [2.0])
+    with pytest.raises(ValueError, match="sparse must be True or False"):
+        _checks.flag("sparse", "no")
+    for bad in (["fp16"], 16, None):
+        with pytest.raises(ValueError, match="dtype must be a string"):
+            units.dtype_bytes(bad)
+    with pytest.raises(ValueError, match=r"a \(3,\), b \(2,\)"):
+        _checks.broadcast(a=np.ones(3), b=np.ones(2), c=1.0)
+    assert _checks.broadcast(a=np.ones(3), b=1.0) == (3,)
+
+
+def test_finite_result_names_the_arguments_and_silences_warnings():
+    @_checks.finite_result
+    def ratio(top, bottom):
+        return np.asarray(top, dtype=float) / np.asarray(bottom, dtype=float)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="bottom is too large or too small"):
+            ratio(1.0, 1e-320)
+        with pytest.raises(ValueError, match=r"top \(3,\), bottom \(2,\)"):
+            ratio(np.ones(3), np.ones(2))
+    assert ratio(1.0, 4.0) == 0.25

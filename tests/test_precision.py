@@ -419,3 +419,125 @@ def test_fp8_overhead_needed_bad_input():
         p.fp8_overhead_needed(1.2, 1.8, 1.5)
     with pytest.raises(ValueError, match="end_to_end_speedup"):
         p.fp8_overhead_needed(0, 1.8, 0.5)
+
+
+# --- issue regressions: results are finite, scalars are scalars, cost is bounded ---------------
+
+def _fractions_by_casting(grads, name, loss_scale):
+    """The original overflow_underflow_fractions: cast every gradient for every scale."""
+    grads = np.asarray(grads, dtype=float).ravel()
+    scales = np.asarray(loss_scale, dtype=float)
+    over, under = np.empty(scales.shape), np.empty(scales.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, s in np.ndenumerate(scales):
+            scaled = grads * s
+            q = p.quantize(scaled, name)
+            over[i] = np.mean(p._overflowed(scaled, q, name))
+            under[i] = np.mean((grads != 0) & (q == 0))
+    return over, under
+
+
+def _boundary_gradients(name, scale):
+    """Gradients within a few ulps of where grads * scale starts to flush to zero or to overflow."""
+    values = [0.0, 5e-324, 1e-310, 1e308]
+    for sign in (1.0, -1.0):
+        for limit in p._loss_thresholds(name, sign):
+            if np.isfinite(limit) and limit > 0:
+                center = limit / scale
+                for direction in (np.inf, 0.0):
+                    v = center
+                    for _ in range(4):
+                        values.append(sign * v)
+                        v = np.nextafter(v, direction)
+    return np.array(values + [-v for v in values])
+
+
+@pytest.mark.parametrize("name", p.FORMATS)
+def test_fast_fractions_equal_casting_every_value(name):
+    grads = np.concatenate([p.gradient_sample(5000, -6, 2.5, seed=3), [0.0, 1e-320, -1e300, 65504.0, 448.0]])
+    scales = np.concatenate([2.0 ** np.arange(-40, 60, 3), np.random.default_rng(9).uniform(0.01, 1e7, 40),
+                             [1e-300, 1e300]])
+    fast = p.overflow_underflow_fractions(grads, name, scales)
+    slow = _fractions_by_casting(grads, name, scales)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+    for scale in (1.0, 3.0, 1024.0, 0.7, 1e-10):
+        edges = _boundary_gradients(name, scale)
+        fast = p.overflow_underflow_fractions(edges, name, scale)
+        slow = _fractions_by_casting(edges, name, scale)
+        assert fast == (float(slow[0]), float(slow[1])), (name, scale)
+
+
+def test_fractions_for_many_scales_are_fast():
+    import time
+
+    grads = p.gradient_sample(20_000, -6, 1.5, seed=0)
+    start = time.perf_counter()
+    over, under = p.overflow_underflow_fractions(grads, "fp16", np.geomspace(1e-3, 1e12, 100_000))
+    assert time.perf_counter() - start < 1.0 and over.shape == under.shape == (100_000,)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: p.absmax_quantize_int8([1e-307, 5e-308]),
+    lambda: p.absmax_quantize_int8([[1e-310, 1.0], [2e-320, 0.0]], axis=-1),
+    lambda: p.absmax_int8_matmul([[1e-306, 2e-306]], [[1.0], [1e-300]]),
+    lambda: p.fp8_matmul([[1e-306]], [[1.0]]),
+    lambda: p.blockwise_quantize([1e-310, -3e-311, 1.0, 2.0], "fp4_e2m1", 2),
+])
+def test_tiny_values_give_finite_results(call):
+    assert np.isfinite(call()).all()
+
+
+def test_tiny_values_scale_exactly():
+    x = np.array([1e-307, 5e-308])
+    np.testing.assert_array_equal(p.absmax_quantize_int8(x), p.absmax_quantize_int8(x * 2.0**600) / 2.0**600)
+    assert p.fp8_matmul([[1e-306]], [[1.0]])[0, 0] == pytest.approx(1e-306, rel=0.07)
+
+
+def test_relative_error_scales_before_squaring():
+    assert p.matmul_relative_error([1.01e200], [1e200]) == pytest.approx(0.01)
+    assert p.matmul_relative_error([1.01e-200], [1e-200]) == pytest.approx(0.01)
+    assert p.matmul_relative_error([1e200], [1.0]) == pytest.approx(1e200)
+    assert p.matmul_relative_error([1.5e308], [-1.5e308]) == pytest.approx(2.0)
+
+
+def test_mixed_int8_outliers_beyond_fp16_are_refused():
+    with pytest.raises(ValueError, match="fp16"):
+        p.mixed_int8_matmul([[7e4, -7e4]], [[1.0], [1.0]])
+
+
+@pytest.mark.parametrize("call, parameter", [
+    (lambda: p.gradient_sample(10, [-6.0, -5.0], 1), "log10_mean"),
+    (lambda: p.gradient_sample(10, -6, [1.0]), "log10_std"),
+    (lambda: p.gradient_sample(10**9, -6, 1), "n"),
+    (lambda: p.dynamic_loss_scale_trace([0, 1], init_scale=[2.0, 4.0]), "init_scale"),
+    (lambda: p.dynamic_loss_scale_trace([0, 1], backoff=np.array([0.5])), "backoff"),
+    (lambda: p.dynamic_loss_scale_run([1.0], growth=[2.0, 3.0]), "growth"),
+    (lambda: p.mixed_int8_matmul(np.ones((2, 3)), np.ones((3, 3)), threshold=[6.0]), "threshold"),
+    (lambda: p.outlier_activations(10, 5, 1, outlier_scale=[20.0, 30.0]), "outlier_scale"),
+    (lambda: p.outlier_activations(10**5, 10**5, 1), "rows"),
+    (lambda: p.absmax_quantize_int8(np.ones((2, 2)), axis=True), "axis"),
+    (lambda: p.bytes_per_element("fp16", scale_bytes=-5), "scale_bytes"),
+    (lambda: p.quantize(True, "fp16"), "x"),
+    (lambda: p.quantize([1 + 2j], "fp16"), "x"),
+    (lambda: p.quantize(1.0, ["fp16"]), "name"),
+    (lambda: p.format_table(5), "names"),
+])
+def test_scalar_and_type_errors_are_value_errors(call, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        call()
+
+
+def test_blockwise_quantize_does_not_pad_past_the_data():
+    import time
+
+    x = np.random.default_rng(4).normal(size=10)
+    start = time.perf_counter()
+    huge = p.blockwise_quantize(x, "int4", block_size=2**26)
+    assert time.perf_counter() - start < 0.5
+    np.testing.assert_array_equal(huge, p.blockwise_quantize(x, "int4", block_size=10))
+    np.testing.assert_array_equal(p.blockwise_quantize(x, "int4", block_size=10**300), huge)
+    assert p.blockwise_quantize(np.zeros((0, 3)), "nf4").shape == (0, 3)
+
+
+def test_format_table_takes_one_name():
+    assert p.format_table("fp16") == [p.format_info("fp16")]

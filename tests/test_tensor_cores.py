@@ -98,10 +98,12 @@ def test_breakdown_sums_to_total(config, method):
 @settings(max_examples=200, deadline=None)
 @given(configs())
 def test_tensor_cores_never_slower_than_ffma(config):
-    # Same data, same latencies, on an SM with at least as much matrix throughput per round as its
-    # warps have lanes (every NVIDIA part: 4-8 Tensor Cores, at most 64 warps, tiles of 32 or more),
-    # and a Tensor Core round no slower than an FFMA.
-    assume(4 * config["warps_per_sm"] <= config["size"] * config["tensor_cores_per_sm"])
+    # Same data, same latencies, on an SM whose Tensor Cores cover at least twice the FMAs per round
+    # that its warps do (the factor 2 absorbs the padding of C to whole 4 x 4 blocks: ceil(141 / 4)^2
+    # blocks on 1 Tensor Core against 34 warps is a counterexample with factor 1), and a Tensor Core
+    # round no slower than an FFMA.
+    assume(config["size"] >= 8)
+    assume(8 * config["warps_per_sm"] <= config["size"] * config["tensor_cores_per_sm"])
     assume(config["mma_latency"] <= config["ffma_latency"])
     assert tc.matmul_cycles(**config, method="tensor_core") <= tc.matmul_cycles(**config, method="ffma")
 
@@ -303,3 +305,39 @@ def test_cycles_to_seconds():
         tc.cycles_to_seconds(1, 0)
     with pytest.raises(ValueError, match="cycles"):
         tc.cycles_to_seconds(-1, 1e9)
+
+
+# --- issue regressions ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("architecture, fragment", [
+    ("GB200", "no per-Tensor-Core rate"), ("B200", "no per-Tensor-Core rate"),
+    ("Blackwell (GB100, 2 dies)", "no per-Tensor-Core rate"), ("GB100", "no per-Tensor-Core rate"),
+    ("TU116", "no Tensor Cores"), ("Turing (TU117)", "no Tensor Cores"),
+    (["Ampere"], "architecture must be a string"), (None, "architecture must be a string"),
+])
+def test_tensor_core_family_refuses_chips_without_a_rate(architecture, fragment):
+    with pytest.raises(ValueError, match="architecture") as err:
+        tc.tensor_core_family(architecture)
+    assert fragment in str(err.value)
+
+
+def test_tensor_core_family_keeps_the_consumer_chips():
+    assert tc.tensor_core_family("Blackwell (GB202)") == "Blackwell (GB20x)"
+    assert tc.tensor_core_family("Turing (TU102)") == "Turing (TU10x)"
+
+
+def test_async_copy_more_latency_never_fewer_cycles_by_rounding():
+    # Found by search: the old sum max(g - s - c, 0) + s + c rounded below g for the larger s.
+    g, s, m = 636.9616873214543, 134.89335688193515, 2.0486761968097342
+    before = tc.matmul_cycles(global_latency=g, shared_latency=s, mma_latency=m, method="async_copy")
+    after = tc.matmul_cycles(global_latency=g, shared_latency=np.nextafter(s, np.inf), mma_latency=m,
+                             method="async_copy")
+    assert after >= before == g
+    assert tc.matmul_cycles(**POST, method="async_copy") == 200
+
+
+def test_derived_vs_published_refuses_non_records():
+    with pytest.raises(ValueError, match="accelerators"):
+        tc.derived_vs_published("A100")
+    with pytest.raises(ValueError, match="accelerators"):
+        tc.derived_vs_published([1, 2])

@@ -9,8 +9,12 @@ Rendered in :doc:`/book/seed_audit`; printed by ``python -m gpumodel reproduce``
 from __future__ import annotations
 
 import importlib
+import math
+import re
 from dataclasses import dataclass
 from typing import Callable
+
+from .. import _checks
 
 _CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision")
 
@@ -37,15 +41,28 @@ class SeedRow:
 
 def rounds_to(value: float, printed: str) -> bool:
     """Whether ``value`` rounded to the precision of ``printed`` (e.g. ``"5.2e-05"``, ``"1.73"``) equals it."""
-    text = printed.strip().lower().replace(",", "")
+    value = _checks.scalar("value", value)
+    text = _checks.text("printed", printed).strip().lower().replace(",", "")
+    if not _PRINTED.fullmatch(text):
+        raise ValueError(f"printed must be a number as printed, e.g. '1.73' or '5.2e-05' (got {printed!r})")
     target = float(text)
+    if not math.isfinite(target):
+        raise ValueError(f"printed must be finite (got {printed!r})")
     if "e" in text:
         mantissa, exponent = text.split("e")
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        if abs(int(exponent)) > 300:
+            raise ValueError(f"printed must have an exponent in [-300, 300] (got {printed!r})")
         scale = 10.0 ** int(exponent)
-        return round(value / scale, decimals) == round(target / scale, decimals)
+        scaled = value / scale
+        if not math.isfinite(scaled):  # value is astronomically larger than the printed number
+            return False
+        return round(scaled, decimals) == round(target / scale, decimals)
     decimals = len(text.split(".")[1]) if "." in text else 0
     return round(value, decimals) == round(target, decimals)
+
+
+_PRINTED = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?")
 
 
 def rows() -> list[SeedRow]:
@@ -69,7 +86,14 @@ def frame(prefixes: tuple[str, ...] = ()):
     """The audit as a pandas DataFrame (model values to 4 significant figures), optionally only ids with ``prefixes``."""
     import pandas as pd
 
-    rows = [r for r in reproduce() if not prefixes or r["id"].startswith(tuple(prefixes))]
+    if isinstance(prefixes, str):
+        prefixes = (prefixes,)  # one prefix, not its letters
+    if prefixes is None or not hasattr(prefixes, "__iter__") or isinstance(prefixes, (bytes, dict)):
+        raise ValueError(f"prefixes must be a string or a sequence of strings (got {prefixes!r:.80})")
+    prefixes = tuple(prefixes)
+    if not all(isinstance(p, str) for p in prefixes):
+        raise ValueError(f"prefixes must be a string or a sequence of strings (got {prefixes!r:.80})")
+    rows = [r for r in reproduce() if not prefixes or r["id"].startswith(prefixes)]
     table = pd.DataFrame(rows, columns=["id", "seed_value", "model_value", "unit", "status", "source", "note"])
     table["model_value"] = [f"{v:.4g}" for v in table["model_value"]]
     return table.rename(columns={"seed_value": "post", "model_value": "model"}).set_index("id")

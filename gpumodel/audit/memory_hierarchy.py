@@ -102,9 +102,10 @@ ROWS = [
     SeedRow("bandwidth.a100_vs_v100_transformer", "1.70", lambda: _dle("transformer"), "x",
             f'{GUIDE_SRC}, "Practical Ada / Hopper Speed Estimates"',
             note_if_differs="The post's corrections applied to NVIDIA's DeepLearningExamples throughputs "
-                            "(1 GPU against the 16 GB V100) do not give 1.70; over every GPU count and V100 "
-                            f"variant in the tables they give {_dle_range('transformer')}. The post may have used "
-                            "NVIDIA's performance web page of the time."),
+                            "(1 GPU against the 16 GB V100, with the mixed-precision batches of the README: "
+                            "10240 tokens per A100, 5120 per V100) do not give 1.70; over every GPU count and "
+                            f"V100 variant in the tables they give {_dle_range('transformer')}. The post may "
+                            "have used NVIDIA's performance web page of the time."),
     SeedRow("bandwidth.a100_vs_v100_seresnext", "1.43", lambda: _dle("seresnext101_pyt"), "x",
             f'{GUIDE_SRC}, "Practical Ada / Hopper Speed Estimates"',
             note_if_differs="Not reconstructible from NVIDIA's DeepLearningExamples tables: the PyTorch rows "

@@ -205,7 +205,9 @@ def weights() -> np.ndarray:
     return np.random.default_rng(7).standard_normal((COLS, OUTS)) / np.sqrt(COLS)
 
 
-METHODS = ("absmax int8", "LLM.int8() mixed", "fp8 e4m3", "fp8 e5m2")
+#: The matmul methods compared, with the granularity of their scales in the name.
+METHODS = ("int8, per row", "LLM.int8() mixed", "int8, per tensor", "fp8 e4m3, per row",
+           "fp8 e4m3, per tensor", "fp8 e5m2, per tensor")
 
 
 def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> dict:
@@ -214,6 +216,8 @@ def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -
     W = weights()
     exact = X @ W
     approx = (precision.absmax_int8_matmul(X, W), precision.mixed_int8_matmul(X, W, threshold),
+              precision.scheme_matmul(X, W, "int8", "per tensor"),
+              precision.scheme_matmul(X, W, "fp8_e4m3", "per row"),
               precision.fp8_matmul(X, W, "fp8_e4m3"), precision.fp8_matmul(X, W, "fp8_e5m2"))
     return {"method": list(METHODS),
             "error_pct": [100 * precision.matmul_relative_error(a, exact) for a in approx]}
@@ -231,11 +235,11 @@ def outlier_errors(outlier_scale, threshold):
 
 def outlier_chart(base):
     y = alt.Y("method:N", title=None, sort=list(METHODS))
-    x = alt.X("error_pct:Q", title="relative error of X @ W (%)", scale=alt.Scale(domain=[0, 8]))
+    x = alt.X("error_pct:Q", title="relative error of X @ W (%)", scale=alt.Scale(domain=[0, 12]))
     bars = base.mark_bar().encode(x=x, y=y, color=alt.Color("method:N", legend=None, sort=list(METHODS)),
                                   tooltip=["method:N", alt.Tooltip("error_pct:Q", format=".2f")])
     text = base.mark_text(align="left", dx=4).encode(x=x, y=y, text=alt.Text("error_pct:Q", format=".2f"))
-    return (bars + text).properties(width=440, height=160)
+    return (bars + text).properties(width=440, height=200)
 
 
 OUTLIERS = Exploration(
@@ -276,15 +280,107 @@ def four_bit_matmul_errors(block_size=64) -> dict:
 MEMORY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8_e4m3": "fp8", "int8": "int8", "fp4_e2m1": "fp4"}
 
 
-def bytes_frame(tile=128, accelerator="H100 SXM5") -> pd.DataFrame:
-    """Bytes per element and load time of the TPU post's BERT matmul with ``tile`` tiles on ``accelerator``."""
-    bw = hardware.get(accelerator).memory_bandwidth_gbs
+def bytes_frame(accelerator="H100 SXM5") -> pd.DataFrame:
+    """Bytes per element, and the memory time of the BERT matmul at minimum traffic on ``accelerator``."""
+    acc = hardware.get(accelerator)
+    p = memory.TPU_POST
     rows = []
     for fmt, dtype in MEMORY_DTYPE.items():
-        b = precision.bytes_per_element(fmt)
-        seconds = memory.tpu_post_seconds(tile, bw, dtype, unit="GB/s")
-        rows.append({"format": fmt, "bytes / element": b, "load time (µs)": round(float(seconds) * 1e6, 2)})
+        nbytes = memory.matmul_min_traffic(p["m"], p["k"], p["n"], dtype)
+        rows.append({"format": fmt, "bytes / element": precision.bytes_per_element(fmt),
+                     "memory time (µs)": round(float(nbytes / acc.bandwidth) * 1e6, 2)})
     return pd.DataFrame(rows).set_index("format")
+
+
+def four_bit_scales_frame(block_sizes=(16, 32, 64), n=2**16) -> pd.DataFrame:
+    """FP4 / INT4 mean squared error per block size, with exact (FP32) and power-of-two (E8M0) scales."""
+    rng = np.random.default_rng(0)
+    data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
+    rows = []
+    for dist, x in data.items():
+        for b in block_sizes:
+            row = {"data": dist, "block": b}
+            for fmt in ("fp32", "e8m0"):
+                mse = {f: float(np.mean((precision.scaled_quantize(x, f, 1, b, fmt) - x) ** 2))
+                       for f in ("int4", "fp4_e2m1")}
+                row[f"fp4 / int4, {fmt} scales"] = mse["fp4_e2m1"] / mse["int4"]
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["data", "block"]).round(3)
+
+
+def four_bit_schemes_frame(n=2**16) -> pd.DataFrame:
+    """MSE of FP4 under exact-scale blocks of 16 and 32, MX (32, E8M0) and NVFP4 (16, E4M3)."""
+    rng = np.random.default_rng(0)
+    data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
+    cases = {"16, FP32 scale": (1, 16, "fp32"), "32, FP32 scale": (1, 32, "fp32"),
+             "MX: 32, E8M0 scale": (1, 32, "e8m0"), "NVFP4: 16, E4M3 scale": (1, 16, "e4m3")}
+    rows = []
+    for dist, x in data.items():
+        row = {"data": dist}
+        for label, (br, bc, fmt) in cases.items():
+            row[label] = float(np.mean((precision.scaled_quantize(x, "fp4_e2m1", br, bc, fmt) - x) ** 2))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("data")
+
+
+#: Synthetic gradient matrix of the scaling section: rows x columns and log10 spreads.
+GRAD_SHAPE = (256, 1024)
+GRAD_LOG10 = {"log10_mean": -6.0, "log10_row_std": 1.2, "log10_within_std": 0.8}
+
+
+@lru_cache(maxsize=1)
+def gradient_rows() -> np.ndarray:
+    """The chapter's seeded gradient matrix, whose magnitude varies from row to row."""
+    return precision.gradient_matrix(*GRAD_SHAPE, **GRAD_LOG10, seed=3)
+
+
+def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks")) -> pd.DataFrame:
+    """What each scaling scheme loses when the gradient matrix is cast to E4M3 or E5M2."""
+    g = gradient_rows()
+    rows = []
+    for scheme in schemes:
+        for fmt in ("fp8_e4m3", "fp8_e5m2"):
+            loss = precision.cast_losses(g, fmt, scheme)
+            rows.append({"scales": scheme, "format": fmt,
+                         "values lost (%)": 100 * loss["lost_values"],
+                         "norm lost (%)": 100 * loss["lost_norm"],
+                         "relative error (%)": 100 * loss["relative_error"]})
+    return pd.DataFrame(rows).set_index(["scales", "format"])
+
+
+def decode_frame(accelerators=("H100 SXM5", "RTX 4090"), batch=1) -> pd.DataFrame:
+    """Upper bound on decoding tokens/s of Llama 3 8B with 16-, 8- and 4-bit weights."""
+    from .. import workloads
+
+    params = workloads.transformer_params(**workloads.LLAMA3_8B)
+    formats = {"bf16": ("bf16", None), "int8 (per channel)": ("int8", None),
+               "int4 (groups of 32)": ("int4", 32)}
+    rows = []
+    for name in accelerators:
+        acc = hardware.get(name)
+        usable = acc.usable_memory_bytes or acc.memory_bytes
+        for label, (fmt, group) in formats.items():
+            per = precision.bytes_per_element(fmt, block_size=group, scale_bytes=4.0)
+            weight_bytes = params * per
+            rows.append({"GPU": name, "weights": label, "GiB": round(weight_bytes / 2**30, 1),
+                         "fits": bool(memory.fits_in_cache(weight_bytes, usable)),
+                         "tokens/s at most": round(float(memory.decode_tokens_per_second(
+                             weight_bytes, acc.bandwidth, batch)))})
+    return pd.DataFrame(rows).set_index(["GPU", "weights"])
+
+
+def fp8_scenarios(fractions=(0.4, 0.5, 0.6, 0.7)) -> pd.DataFrame:
+    """The overhead (share of the BF16 step) that reproduces each measured FP8 run, for assumed GEMM shares."""
+    meas = measured_fp8()
+    rows = []
+    for f in fractions:
+        row = {"matmul share of the BF16 step": f,
+               "no-overhead speedup": round(float(precision.fp8_training_speedup(meas["gemm"], f)), 3)}
+        for recipe in ("tensorwise", "rowwise"):
+            overhead = precision.fp8_overhead_needed(meas[recipe], meas["gemm"], f)
+            row[f"overhead for {recipe} (% of step)"] = round(100 * float(overhead), 1)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("matmul share of the BF16 step")
 
 
 def measured_fp8() -> dict:
@@ -326,3 +422,26 @@ FP8_SPEEDUP = Exploration(
 )
 
 EXPLORATIONS = [NUMBER_LINE, LOSS_SCALING, OUTLIERS, FP8_SPEEDUP]
+
+
+#: gpt-fast's batch-1 Llama 2 7B decoding on an A100 80GB (measurements.csv ids) and the
+#: weight format of each: (format, group size for the scales).
+GPTFAST = {"bf16": ("gptfast.llama2_7b.a100_80.bf16", "bf16", None),
+           "int8 (per channel)": ("gptfast.llama2_7b.a100_80.int8", "int8", None),
+           "int4 (groups of 32)": ("gptfast.llama2_7b.a100_80.int4_g32", "int4", 32)}
+
+
+def decode_measured_frame(accelerator="A100 SXM4 80GB") -> pd.DataFrame:
+    """Measured batch-1 decoding of Llama 2 7B against the weight-bandwidth bound, per weight format."""
+    from .. import workloads
+
+    acc = hardware.get(accelerator)
+    params = workloads.transformer_params(**workloads.LLAMA2_7B)
+    rows = []
+    for label, (key, fmt, group) in GPTFAST.items():
+        weight_bytes = params * precision.bytes_per_element(fmt, block_size=group, scale_bytes=4.0)
+        bound = float(memory.decode_tokens_per_second(weight_bytes, acc.bandwidth))
+        value = measured.measurement(key)
+        rows.append({"weights": label, "bound (tokens/s)": round(bound),
+                     "measured (tokens/s)": value, "measured / bound": round(value / bound, 2)})
+    return pd.DataFrame(rows).set_index("weights")

@@ -17,14 +17,21 @@ DTYPES = ("fp32", "fp16", "int8")
 
 
 def tile_traffic(tokens, tile, dtype, scheme):
-    """Load time of the BERT matmul (tokens x 1024 @ 1024 x 1024) per accelerator, GPUs with ``tile`` tiles."""
-    k = n = memory.TPU_POST["k"]
+    """Load time of the BERT matmul (tokens x 1024 @ 1024 x 1024) per accelerator, GPUs with ``tile`` tiles.
+
+    GPU bandwidths come from the hardware table; the TPU v2 keeps the post's 600 GB/s and
+    128 x 128 tiles. All bandwidths are read as decimal GB/s (ratios do not depend on the unit).
+    """
+    k, n = memory.TPU_POST["k"], memory.TPU_POST["n"]
     names = list(GPUS) + [TPU]
     tiles = np.array([tile] * len(GPUS) + [TPU_TILE], dtype=float)
-    bandwidth = np.array([hardware.get(a).memory_bandwidth_gbs for a in names])
+    bandwidth = np.array([hardware.get(a).memory_bandwidth_gbs for a in GPUS]
+                         + [memory.TPU_POST["tpu_bandwidth"]])
     traffic = memory.matmul_tile_traffic(tokens, k, n, tiles, dtype, scheme)
     seconds = memory.transfer_seconds(traffic, bandwidth, "GB/s")
-    return {"accelerator": [f"{a} ({int(t)}x{int(t)})" for a, t in zip(names, tiles)],
+    labels = [f"{a} ({int(t)}x{int(t)})" for a, t in zip(GPUS, tiles)]
+    labels.append(f"{TPU} at the post's 600 GB/s ({TPU_TILE}x{TPU_TILE})")
+    return {"accelerator": labels,
             "order": np.arange(len(names)),
             "loads": memory.tile_loads(tokens, k, n, tiles, scheme),
             "traffic_mib": traffic / MiB,
@@ -42,7 +49,7 @@ def tile_traffic_chart(base):
                  alt.Tooltip("traffic_mib:Q", title="MiB", format=".1f"),
                  alt.Tooltip("microseconds:Q", title="µs", format=".1f")])
     labels = base.mark_text(align="left", dx=8).encode(x=x, y=y, text=alt.Text("microseconds:Q", format=".1f"))
-    return (dots + labels).properties(width=420, height=220)
+    return (dots + labels).properties(width=400, height=220)
 
 
 TILE_TRAFFIC = Exploration(
@@ -140,42 +147,157 @@ WAVES = Exploration(
 L2_GPUS = ("V100 SXM2 16GB", "RTX 2080 Ti", "RTX 3090", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5", "B200")
 
 
-def l2_fit(tokens, dtype):
-    """For each GPU and each BERT-large weight matmul: operand MiB and whether A and B fit in L2 together."""
-    rows = {"gpu": [], "matmul": [], "operand_mib": [], "l2_mib": [], "fits": []}
-    for name in L2_GPUS:
-        acc = hardware.get(name)
-        for matmul, (m, k, n) in memory.bert_large_matmuls(tokens).items():
-            nbytes = memory.matmul_operand_bytes(m, k, n, dtype)
-            rows["gpu"].append(name)
-            rows["matmul"].append(matmul)
-            rows["operand_mib"].append(float(nbytes / MiB))
-            rows["l2_mib"].append(acc.l2_cache_mib)
-            rows["fits"].append("fits" if memory.fits_in_cache(nbytes, acc.l2_bytes) else "does not fit")
-    return rows
+#: Output tile the L2 exploration assumes for every GPU (square, 16-bit: 64 FLOP/byte per tile).
+L2_TILE = 128
+
+
+def l2_fit(tokens, dtype, k_in_flight):
+    """For each GPU and each BERT-large weight matmul: the L2 reuse level and the DRAM intensity it gives."""
+    shapes = memory.bert_large_matmuls(tokens)
+    accs = [hardware.get(name) for name in L2_GPUS]
+    m, k, n = (np.array([[s[i] for s in shapes.values()]] * len(accs), dtype=float) for i in range(3))
+    sms = np.array([[a.sm_count] for a in accs], dtype=float)
+    l2 = np.array([[a.l2_bytes] for a in accs])
+    args = (m, k, n, L2_TILE, L2_TILE, sms)
+    levels = memory.l2_reuse(*args, l2, dtype, k_in_flight)
+    traffic = memory.dram_traffic(*args, l2, dtype, k_in_flight)
+    return {"gpu": np.repeat(L2_GPUS, len(shapes)), "matmul": list(shapes) * len(accs),
+            "reuse": [memory.L2_REUSE[int(level)] for level in levels.ravel()],
+            "intensity": (memory.matmul_flops(m, k, n) / traffic).ravel(),
+            "whole_mib": (memory.matmul_min_traffic(m, k, n, dtype) / MiB).ravel(),
+            "wave_mib": (memory.wave_working_set(*args, dtype, k_in_flight) / MiB).ravel(),
+            "l2_mib": np.repeat([a.l2_cache_mib for a in accs], len(shapes))}
 
 
 def l2_chart(base):
-    return base.mark_rect(stroke="white").encode(
+    cells = base.mark_rect(stroke="white").encode(
         x=alt.X("matmul:N", title=None, sort=list(memory.bert_large_matmuls(1))),
         y=alt.Y("gpu:N", title=None, sort=list(L2_GPUS)),
-        color=alt.Color("fits:N", title="A and B in L2", scale=alt.Scale(domain=["fits", "does not fit"],
-                                                                          range=["#4c9f70", "#d9d9d9"])),
-        tooltip=["gpu:N", "matmul:N", alt.Tooltip("operand_mib:Q", format=".1f", title="A + B (MiB)"),
-                 alt.Tooltip("l2_mib:Q", title="L2 (MiB)")],
-    ).properties(width=360, height=220)
+        color=alt.Color("reuse:N", title="operands come from DRAM",
+                        scale=alt.Scale(domain=list(memory.L2_REUSE),
+                                        range=["#d9d9d9", "#9ecae1", "#4c9f70"])),
+        tooltip=["gpu:N", "matmul:N", "reuse:N",
+                 alt.Tooltip("intensity:Q", format=".0f", title="DRAM intensity (FLOP/B)"),
+                 alt.Tooltip("whole_mib:Q", format=".1f", title="A + B + C (MiB)"),
+                 alt.Tooltip("wave_mib:Q", format=".1f", title="one wave (MiB)"),
+                 alt.Tooltip("l2_mib:Q", title="L2 (MiB)")])
+    text = base.mark_text(fontSize=11).encode(
+        x=alt.X("matmul:N", sort=list(memory.bert_large_matmuls(1))),
+        y=alt.Y("gpu:N", sort=list(L2_GPUS)),
+        text=alt.Text("intensity:Q", format=".0f"))
+    return (cells + text).properties(width=360, height=220)
 
 
 L2_FIT = Exploration(
     name="l2_fit",
     compute=l2_fit,
-    params=(Slider("tokens", "tokens in the batch", 512, 16384, 512, 4096, grid_step=512, integer=True),
-            Choice("dtype", "data type", ("fp16", "fp8"), "fp16")),
+    params=(Slider("tokens", "tokens in the batch", 512, 16384, 512, 4096, grid_step=512,
+                   integer=True),
+            Choice("dtype", "data type", ("fp16", "fp8"), "fp16"),
+            Choice("k_in_flight", "K in flight", (256, 1024, 4096), 256)),
     chart=l2_chart,
-    description="Which BERT-large matmuls keep both inputs in L2, per GPU.",
+    description="How often each BERT-large matmul reads its operands from DRAM, per GPU, "
+                "and the FLOP per DRAM byte that gives (128 x 128 tiles).",
 )
 
-EXPLORATIONS = [TILE_TRAFFIC, ROOFLINE, WAVES, L2_FIT]
+
+#: Accelerators of the regime exploration.
+REGIME_ACCELERATORS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5", "B200")
+
+
+def regimes(accelerator, hidden, overhead_us):
+    """Compute, memory and overhead time of a tokens x hidden @ hidden x hidden matmul against tokens."""
+    acc = hardware.get(accelerator)
+    tokens = 2.0 ** np.arange(0, 17)
+    flops = memory.matmul_flops(tokens, hidden, hidden)
+    nbytes = memory.matmul_min_traffic(tokens, hidden, hidden)
+    overhead = overhead_us * 1e-6
+    parts = {"compute": flops / acc.peak_flops(), "memory": nbytes / acc.bandwidth,
+             "overhead": np.full(tokens.shape, overhead)}
+    which = memory.regime(flops, nbytes, acc.peak_flops(), acc.bandwidth, overhead)
+    rows = {"tokens": [], "term": [], "microseconds": [], "bound": []}
+    for term, seconds in parts.items():
+        rows["tokens"].extend(tokens)
+        rows["term"].extend([term] * tokens.size)
+        rows["microseconds"].extend(seconds * 1e6)
+        rows["bound"].extend(memory.REGIMES[int(i)] for i in which)
+    return rows
+
+
+def regimes_chart(base):
+    return base.mark_line(point=True).encode(
+        x=alt.X("tokens:Q", title="rows of A (tokens)", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("microseconds:Q", title="time (µs, log scale)",
+                scale=alt.Scale(type="log", domain=[0.001, 10000])),
+        color=alt.Color("term:N", title="term", sort=list(memory.REGIMES),
+                        scale=alt.Scale(domain=list(memory.REGIMES),
+                                        range=["#e45756", "#4c78a8", "#9d755d"])),
+        tooltip=["tokens:Q", "term:N", alt.Tooltip("microseconds:Q", format=".3g"),
+                 alt.Tooltip("bound:N", title="largest term")],
+    ).properties(width=420, height=260)
+
+
+REGIMES = Exploration(
+    name="regimes",
+    compute=regimes,
+    params=(Choice("accelerator", "accelerator", REGIME_ACCELERATORS, "H100 SXM5"),
+            Choice("hidden", "k = n", (1024, 4096, 8192), 1024),
+            Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=5)),
+    chart=regimes_chart,
+    description="The three terms of a kernel's time for a square-weight matmul: whichever is "
+                "largest sets the regime.",
+)
+
+
+#: Accelerators whose rooflines the tile-intensity exploration offers.
+INTENSITY_ACCELERATORS = ("V100 SXM2 16GB", "RTX 2080 Ti", "A100 SXM4 40GB", "RTX 4090",
+                          "H100 SXM5", "B200")
+
+
+def tile_intensities(accelerator, tile):
+    """The BERT matmul's intensity under each traffic count, on one accelerator's roofline."""
+    acc = hardware.get(accelerator)
+    peak, bw = acc.peak_flops(), acc.bandwidth
+    p = memory.TPU_POST
+    counts = list(memory.TRAFFIC_COUNTS)
+    points = np.array([float(memory.matmul_intensity(p["m"], p["k"], p["n"], tile, "fp16", c))
+                       for c in counts])
+    ridge = float(memory.ridge_point(peak, bw))
+    curve = np.array([1.0, ridge, 4000.0])
+    intensity = np.concatenate([curve, points])
+    return {"intensity": intensity,
+            "tflops": memory.roofline(intensity, peak, bw) / TFLOPS,
+            "part": ["roofline"] * 3 + ["traffic count"] * len(counts),
+            "count": [""] * 3 + counts,
+            "ridge": ridge}
+
+
+def tile_intensity_chart(base):
+    x = alt.X("intensity:Q", title="FLOP per byte of global-memory traffic",
+              scale=alt.Scale(type="log", domain=[1, 4000]))
+    y = alt.Y("tflops:Q", title="attainable TFLOPS", scale=alt.Scale(type="log", domain=[1, 3000]))
+    line = base.transform_filter("datum.part == 'roofline'").mark_line(
+        strokeWidth=3, color="#888888").encode(x=x, y=y)
+    dots = base.transform_filter("datum.part == 'traffic count'").mark_point(
+        size=140, filled=True).encode(
+        x=x, y=y, color=alt.Color("count:N", title="traffic count",
+                                  sort=list(memory.TRAFFIC_COUNTS)),
+        tooltip=["count:N", alt.Tooltip("intensity:Q", format=".1f"),
+                 alt.Tooltip("tflops:Q", format=".0f"), alt.Tooltip("ridge:Q", format=".0f")])
+    return (line + dots).properties(width=420, height=280)
+
+
+TILE_INTENSITY = Exploration(
+    name="tile_intensity",
+    compute=tile_intensities,
+    params=(Choice("accelerator", "accelerator", INTENSITY_ACCELERATORS, "H100 SXM5"),
+            Choice("tile", "square tile", (64, 96, 128, 256), 128)),
+    chart=tile_intensity_chart,
+    description="The BERT matmul (256 x 1024 @ 1024 x 1024, 16-bit) under three traffic counts, "
+                "on one roofline.",
+)
+
+EXPLORATIONS = [ROOFLINE, REGIMES, TILE_INTENSITY, L2_FIT, TILE_TRAFFIC, WAVES]
 
 
 def l2_sizes_table() -> pd.DataFrame:
@@ -199,18 +321,40 @@ def ridge_table() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def ridge_all_table(intensity: float) -> pd.DataFrame:
+    """Every accelerator's 16-bit dense ridge point, and whether ``intensity`` (FLOP/byte) lies above it.
+
+    GeForce cards get a second ridge for FP16 accumulation, which runs at twice their FP32-accumulate rate.
+    """
+    out = []
+    for acc in hardware.accelerators():
+        dtype = "fp16" if acc.fp16_tflops else "bf16"
+        fp32_acc = float(acc.ridge_point(dtype))
+        fp16_acc = (float(acc.peak_flops(dtype, accumulate="fp16") / acc.bandwidth)
+                    if dtype == "fp16" and acc.geforce_half_rate else np.nan)
+        out.append({"accelerator": acc.name, "ridge (FLOP/byte)": round(fp32_acc),
+                    "ridge, FP16 accumulate": fp16_acc,
+                    "bound at this intensity": "compute" if intensity >= fp32_acc else "memory"})
+    table = pd.DataFrame(out).set_index("accelerator")
+    table["ridge, FP16 accumulate"] = table["ridge, FP16 accumulate"].round().astype("Int64")
+    return table
+
+
 HIERARCHY_GPUS = ("V100 SXM2 16GB", "RTX 2080 Ti", "A100 SXM4 40GB", "RTX 3090", "RTX 4090", "H100 SXM5", "B200")
 LEVELS = ("shared", "l1", "l2", "global")
 
 
 def hierarchy_table() -> pd.DataFrame:
-    """Capacity and bandwidth of each level for the chapter's GPUs (hardware table; registers: 256 KiB per SM)."""
+    """Capacity and bandwidth of each level for the chapter's GPUs (hardware table)."""
     rows = [hardware.get(n) for n in HIERARCHY_GPUS]
-    return pd.DataFrame({"GPU": [a.name for a in rows], "SMs": pd.array([a.sm_count for a in rows], dtype="Int64"),
-                         "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
-                         "L2 (MiB)": [a.l2_cache_mib for a in rows],
-                         "memory (GiB)": [a.memory_gib for a in rows],
-                         "bandwidth (GB/s)": [a.memory_bandwidth_gbs for a in rows]}).set_index("GPU")
+    return pd.DataFrame({
+        "GPU": [a.name for a in rows],
+        "SMs": pd.array([a.sm_count for a in rows], dtype="Int64"),
+        "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
+        "L2 (MiB)": [a.l2_cache_mib for a in rows],
+        "memory (GiB)": [a.memory_gib for a in rows],
+        "usable (GiB)": [a.usable_memory_gib for a in rows],
+        "bandwidth (GB/s)": [a.memory_bandwidth_gbs for a in rows]}).set_index("GPU")
 
 
 def latency_table() -> pd.DataFrame:
@@ -221,6 +365,21 @@ def latency_table() -> pd.DataFrame:
     table = pd.DataFrame(rows).pivot_table(index="architecture", columns="quantity", values="cycles")
     order = [a for a in measured.architectures() if a in table.index]
     return table.reindex(index=order, columns=[c for c in LEVELS if c in table.columns])
+
+
+def dram_latency_table() -> pd.DataFrame:
+    """Measured DRAM latency per architecture in cycles, the clock it was measured at, and nanoseconds."""
+    from .. import measured
+
+    rows = []
+    for arch in measured.architectures():
+        row = next((r for r in measured.latencies(arch) if r["preferred"] and r["quantity"] == "global"), None)
+        if row is None or row["gpu"] == "post":
+            continue
+        seconds = (measured.latency_seconds(arch, "global") if row["clock_mhz"] else np.nan)
+        rows.append({"architecture": arch, "measured on": row["gpu"], "cycles": row["cycles"],
+                     "clock (MHz)": row["clock_mhz"], "ns": seconds * 1e9})
+    return pd.DataFrame(rows).set_index("architecture").round({"ns": 0})
 
 
 def latency_chart():
@@ -250,6 +409,44 @@ def a100_v100_table() -> pd.DataFrame:
                           "corrected": [round(r["corrected"], 2) for r in rows]})
     table["bandwidth ratio"] = round(float(ratio), 2)
     return table
+
+
+def speed_predictor_table() -> pd.DataFrame:
+    """Three one-number predictions of the A100/V100 speed-up against the corrected measurements.
+
+    Each predictor is a ratio of datasheet entries (bandwidth, dense 16-bit tensor peak, L2 size);
+    its error is the median over the DeepLearningExamples rows of |predicted / measured - 1|.
+    """
+    from .. import measured
+
+    a100, v100 = hardware.get("A100 SXM4 40GB"), hardware.get("V100 SXM2 16GB")
+    corrected = np.array([r["corrected"] for r in measured.a100_v100_speedups()])
+    predictors = {"memory bandwidth": (a100.memory_bandwidth_gbs, v100.memory_bandwidth_gbs),
+                  "16-bit tensor peak": (a100.fp16_tflops, v100.fp16_tflops),
+                  "L2 size": (a100.l2_cache_mib, v100.l2_cache_mib)}
+    rows = []
+    for name, (new, old) in predictors.items():
+        ratio = float(memory.bandwidth_ratio(new, old))
+        error = 100 * float(np.median(np.abs(ratio / corrected - 1)))
+        rows.append({"predictor": name, "A100 / V100": round(ratio, 2),
+                     "median error (%)": round(error)})
+    return pd.DataFrame(rows).set_index("predictor")
+
+
+def deepbench_configurations(gpu: str = "V100 SXM2 16GB", m: int = 4096, n: int = 128,
+                             k: int = 4096, l2_bandwidth: float | None = None) -> pd.DataFrame:
+    """Predicted TFLOPS of one GEMM for several tilings (tile, split-K) with wave quantization."""
+    acc = hardware.get(gpu)
+    configs = ((128, 128, 1), (128, 128, 2), (128, 128, 4), (64, 128, 1), (64, 64, 1), (64, 64, 2))
+    rows = []
+    for tm, tn, split in configs:
+        seconds = memory.gemm_seconds(m, k, n, acc.peak_flops(), acc.bandwidth, acc.sm_count,
+                                      tm, tn, split, l2_bandwidth=l2_bandwidth)
+        tiles = int(np.ceil(m / tm) * np.ceil(n / tn) * split)
+        rows.append({"tile": f"{tm} x {tn}", "split-K": split, "tiles": tiles,
+                     "waves": int(np.ceil(tiles / acc.sm_count)),
+                     "predicted TFLOPS": round(float(memory.matmul_flops(m, k, n) / seconds / TFLOPS), 1)})
+    return pd.DataFrame(rows).set_index(["tile", "split-K"])
 
 
 #: RRZE's STREAM runs used PCIe boards; each maps to the table row with the same memory system.

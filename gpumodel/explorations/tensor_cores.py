@@ -62,7 +62,7 @@ CYCLE_BUDGET = Exploration(
             Choice("mma_latency", "Tensor Core op (cycles)", MMA_CHOICES, 1.0),
             Choice("size", "matrix size", (32, 64), 32),
             Choice("sms", "SMs", (4, 8, 16), 8),
-            Choice("tensor_cores_per_sm", "Tensor Cores per SM", (4, 8), 8)),
+            Choice("tensor_cores_per_sm", "Tensor Cores per SM (counts ops, not work)", (4, 8), 8)),
     chart=cycle_budget_chart,
     description="Where the cycles of a size x size matmul go, with and without Tensor Cores (8 warps per SM).",
 )
@@ -214,3 +214,67 @@ def peak_table() -> pd.DataFrame:
         "published TFLOPS": [r["published_tflops"] for r in rows],
         "derived / published": [round(r["ratio"], 3) for r in rows],
     }).set_index("accelerator")
+
+
+def warps_table() -> pd.DataFrame:
+    """Resident warps and threads per SM by architecture, from the hardware table."""
+    rows = {}
+    for acc in hardware.accelerators():
+        if acc.warps_per_sm is None:
+            continue
+        base, rest = acc.architecture.split(" (", 1)
+        family = f"{base} ({rest.rstrip(')').split(',')[0]})"
+        rows.setdefault(family, {"architecture": family, "example": acc.name,
+                                 "warps per SM": acc.warps_per_sm,
+                                 "threads per SM": acc.warps_per_sm * tc.WARP_SIZE})
+    return pd.DataFrame(list(rows.values())).set_index("architecture")
+
+
+#: GPUs of the per-SM balance table, oldest first.
+BALANCE_GPUS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "H100 SXM5", "B200")
+
+
+def sm_balance_table(tile_m=128, tile_n=128, tile_k=64, gpus=BALANCE_GPUS) -> pd.DataFrame:
+    """Per SM and cycle: what DRAM delivers, what the Tensor Cores consume, and one K-step of a tile.
+
+    A GPU without a sourced boost clock gets blank per-cycle columns; its compute / load ratio
+    (tile intensity over ridge point) does not depend on the clock and is still given.
+    """
+    from .. import memory
+
+    rows = []
+    for name in gpus:
+        acc = hardware.get(name)
+        ratio = float(memory.output_tile_intensity(tile_m, tile_n) / acc.ridge_point())
+        row = {"GPU": name, "DRAM bytes/cycle/SM": np.nan, "Tensor FLOP/cycle/SM": np.nan,
+               "load cycles": np.nan, "compute cycles": np.nan, "compute / load": round(ratio, 2)}
+        if acc.boost_clock_mhz is not None:
+            clock = acc.boost_clock_mhz * 1e6
+            bpc = float(tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock))
+            fpc = float(tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock))
+            step = tc.k_step_cycles(tile_m, tile_n, tile_k, bpc, fpc)
+            row.update({"DRAM bytes/cycle/SM": round(bpc, 1), "Tensor FLOP/cycle/SM": round(fpc),
+                        "load cycles": round(float(step["load"])),
+                        "compute cycles": round(float(step["compute"]))})
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("GPU")
+    for column in ("Tensor FLOP/cycle/SM", "load cycles", "compute cycles"):
+        table[column] = table[column].astype("Int64")
+    return table
+
+
+def gemm_peak_fractions() -> pd.DataFrame:
+    """The best measured matrix multiplications as a fraction of the datasheet dense peak."""
+    cases = (("deepbench.v100.fp16.4096x7000x4096.nn", "V100 SXM2 16GB", "fp16"),
+             ("mamf.a100_sxm.bf16", "A100 SXM4 80GB", "bf16"),
+             ("mamf.h100_sxm.bf16", "H100 SXM5", "bf16"),
+             ("mamf.h100_sxm.fp8", "H100 SXM5", "fp8"),
+             ("mamf.mi300x.bf16", "MI300X", "bf16"))
+    rows = []
+    for key, name, dtype in cases:
+        value = measured.measurement(key)
+        peak = hardware.get(name).peak_flops(dtype) / 1e12
+        rows.append({"measurement": key, "GPU": name, "dtype": dtype,
+                     "measured (TFLOPS)": value, "peak (TFLOPS)": peak,
+                     "fraction of peak": round(value / peak, 2)})
+    return pd.DataFrame(rows).set_index("measurement")

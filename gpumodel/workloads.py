@@ -1,0 +1,72 @@
+"""The workloads the book's models are run on: dense decoder-only transformers.
+
+Parameter counts, training FLOP per token and model FLOPs utilization (MFU). Sizes are
+counts (layers, widths, parameters), work is in FLOP, rates in FLOP/s and tokens/s.
+Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _checks
+
+#: Llama 3 8B (Grattafiori et al. 2024, Table 3; vocabulary from the released config):
+#: 32 layers, model width 4096, feed-forward width 14336, 32 query heads sharing 8 key/value
+#: heads, 128,256 tokens, untied input and output embeddings, gated (SwiGLU) feed-forward.
+LLAMA3_8B = {"layers": 32, "d_model": 4096, "d_ff": 14336, "heads": 32, "kv_heads": 8,
+             "vocab": 128256}
+
+#: Llama 2 7B (Touvron et al. 2023; widths from the released config): all 32 heads carry
+#: keys and values, 32,000 tokens.
+LLAMA2_7B = {"layers": 32, "d_model": 4096, "d_ff": 11008, "heads": 32, "kv_heads": 32,
+             "vocab": 32000}
+
+
+@_checks.finite_result
+def transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab):
+    """Weights of a decoder-only transformer with grouped-query attention and a gated MLP (count).
+
+    Per layer: query and output projections 2 d^2, key and value projections
+    2 d (d kv_heads / heads), gated MLP 3 d d_ff, two norms 2 d; plus input and output
+    embeddings 2 vocab d and a final norm d. Llama 3 8B: 8.03e9.
+    Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
+    """
+    layers = _checks.positive_int("layers", layers)
+    d = _checks.positive_int("d_model", d_model)
+    d_ff = _checks.positive_int("d_ff", d_ff)
+    heads = _checks.positive_int("heads", heads)
+    kv_heads = _checks.positive_int("kv_heads", kv_heads)
+    vocab = _checks.positive_int("vocab", vocab)
+    if np.any(kv_heads > heads):
+        raise ValueError("kv_heads must be <= heads")
+    per_layer = 2 * d * d + 2 * d * (d * kv_heads / heads) + 3 * d * d_ff + 2 * d
+    return layers * per_layer + 2 * vocab * d + d
+
+
+@_checks.finite_result
+def training_flops_per_token(params, layers, d_model, seq_len):
+    """Model FLOP per trained token: 6 N + 12 L d T (PaLM's count, Chowdhery et al. 2022, Appendix B).
+
+    6 N for the weight matmuls (2 forward, 4 backward per parameter); 12 L d T for the attention
+    scores and their use over a context of T tokens, counted without the causal mask's
+    saving. Llama 3 8B at T = 8192: 4.82e10 + 1.29e10 FLOP.
+    Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
+    """
+    n = _checks.positive("params", params)
+    layers = _checks.positive_int("layers", layers)
+    d = _checks.positive_int("d_model", d_model)
+    t = _checks.positive_int("seq_len", seq_len)
+    return 6.0 * n + 12.0 * layers * d * t
+
+
+@_checks.finite_result
+def model_flops_utilization(tokens_per_second, flops_per_token, peak_flops):
+    """MFU: the model FLOP/s a run achieves as a fraction of the hardware's peak (0-1 for real runs).
+
+    tokens/s x model FLOP per token / peak FLOP/s. Recomputed activations are not counted
+    (that ratio, with them, is hardware FLOPs utilization, HFU).
+    Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
+    """
+    tps = _checks.positive("tokens_per_second", tokens_per_second)
+    fpt = _checks.positive("flops_per_token", flops_per_token)
+    return tps * fpt / _checks.positive("peak_flops", peak_flops)

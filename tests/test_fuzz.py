@@ -1,0 +1,682 @@
+"""Fuzz every public function, exploration and CLI subcommand against the house contract.
+
+The contract: bad input raises ``ValueError`` whose message names a real parameter of the
+function called (as a whole word); input that is accepted gives a finite result (no NaN or inf
+anywhere in it). Never another exception type, never a leaked numpy floating-point warning,
+never a call slower than ``SLOW`` seconds. The CLI answers bad input with exit code 2, nothing on
+stdout and exactly one line on stderr; ``--json`` output is strict JSON (no NaN/Infinity).
+
+Every public function needs a valid baseline call in :data:`REGISTRY` (parameters left out take
+their defaults; every parameter, defaulted or not, is mutated). One argument at a time is then
+replaced by each value of :func:`mutations`. A public function without an entry makes
+``test_every_public_function_is_registered`` fail: add its baseline call there.
+
+``python tests/test_fuzz.py`` prints the counts (functions covered, inputs tried, failures).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import inspect
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import importlib
+import pkgutil
+
+import gpumodel
+from gpumodel import audit, cli, explore, hardware, measured, memory, precision, units, workloads
+from gpumodel import tensor_cores
+from gpumodel.explorations import all_explorations
+
+#: A call slower than this (seconds) breaks the contract (e.g. padding 10 values to 2**26).
+SLOW = 2.0
+#: The modules whose public functions are fuzzed (functions defined in the module itself).
+MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
+           "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads}
+#: Top-level modules that hold no models (display, command line, build helpers); any other new
+#: module must be added to MODULES.
+NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
+#: Classes whose public methods are fuzzed, bound to one instance.
+METHOD_TARGETS = {"hardware.Accelerator": (hardware.Accelerator, lambda: hardware.get("H100 SXM5"))}
+#: Constructors that are fuzzed.
+CONSTRUCTORS = {"explore.Slider": explore.Slider, "explore.Choice": explore.Choice,
+                "explore.Exploration": explore.Exploration}
+
+X2 = [[1.0, 2.0], [3.0, 4.0]]
+W2 = [[0.5, -1.0], [1.5, 2.0]]
+G4 = [[1e-3, -2e-5, 3e-4, 0.0], [4.0, -0.5, 2e-2, 1e-6], [1e-8, 2e-8, -3e-8, 5e-9]]
+
+
+@dataclass
+class Entry:
+    """A registry entry: a valid baseline call (keyword arguments) and the contract's exceptions."""
+    kwargs: dict
+    #: The function's result may hold inf/nan by design (say why in ``why``).
+    nonfinite_ok: bool = False
+    why: str = ""
+
+
+def _slider(**kw):
+    return explore.Slider(**{"name": "s", "label": "s", "min": 0, "max": 10, "step": 1, "default": 5, **kw})
+
+
+REGISTRY: dict[str, dict | Entry] = {
+    # --- memory -------------------------------------------------------------------------------
+    "memory.tile_count": dict(rows=256, cols=1024, tile=128),
+    "memory.tile_loads": dict(m=256, k=1024, n=1024, tile=128, scheme="all_pairs"),
+    "memory.matmul_tile_traffic": dict(m=256, k=1024, n=1024, tile=128, dtype="fp16", scheme="all_pairs"),
+    "memory.transfer_seconds": dict(nbytes=2.0**25, bandwidth=900.0, unit="GB/s"),
+    "memory.matmul_load_seconds": dict(m=256, k=1024, n=1024, tile=128, bandwidth=900.0),
+    "memory.slower_by": dict(time_fast=1.0, time_slow=2.0),
+    "memory.speedup": dict(time_before=2.0, time_after=1.0),
+    "memory.elementwise_traffic": dict(rows=1024, cols=1024, dtype="fp16", passes=2),
+    "memory.bandwidth_ratio": dict(bandwidth_new=1555.0, bandwidth_old=900.0),
+    "memory.batch_corrected_speedup": dict(throughput_new=2000.0, throughput_old=1000.0, batch_new=64,
+                                           batch_old=32, gain_per_doubling=1.136, network_factor=1.05),
+    "memory.matmul_flops": dict(m=256, k=1024, n=1024),
+    "memory.matmul_min_traffic": dict(m=256, k=1024, n=1024, dtype="fp16"),
+    "memory.arithmetic_intensity": dict(m=256, k=1024, n=1024, dtype="fp16"),
+    "memory.roofline": dict(intensity=100.0, peak_flops=312e12, bandwidth=1.555e12),
+    "memory.ridge_point": dict(peak_flops=312e12, bandwidth=1.555e12),
+    "memory.matmul_roofline_seconds": dict(m=256, k=1024, n=1024, peak_flops=312e12, bandwidth=1.555e12),
+    "memory.tile_quantization_efficiency": dict(m=1000, n=1000, tile_m=128, tile_n=128),
+    "memory.wave_count": dict(m=1000, n=1000, tile_m=128, tile_n=128, sms=108),
+    "memory.tile_count_rect": dict(m=1000, n=1000, tile_m=128, tile_n=128),
+    "memory.wave_efficiency": dict(m=1000, n=1000, tile_m=128, tile_n=128, sms=108),
+    "memory.quantization_efficiency": dict(m=1000, n=1000, tile_m=128, tile_n=128, sms=108),
+    "memory.fits_in_cache": dict(nbytes=2.0**20, cache_bytes=40 * 2.0**20),
+    "memory.bert_large_matmuls": dict(tokens=4096),
+    "memory.matmul_operand_bytes": dict(m=256, k=1024, n=1024, dtype="fp16"),
+    "memory.tpu_post_seconds": dict(tile=128, bandwidth=600.0, dtype="fp16", unit="GiB/s"),
+    "memory.tile_footprint": dict(tile=128, dtype="fp16", buffers=2),
+    "memory.matmul_intensity": dict(m=256, k=1024, n=1024, tile=128, dtype="fp16", count="output_stationary"),
+    "memory.output_tile_intensity": dict(tile_m=128, tile_n=256, dtype="fp16"),
+    "memory.wave_shape": dict(m=4096, n=4096, tile_m=128, tile_n=128, sms=108),
+    "memory.wave_working_set": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108),
+    "memory.l2_reuse": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108, l2_bytes=40 * 2.0**20),
+    "memory.dram_traffic": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108, l2_bytes=40 * 2.0**20),
+    "memory.kernel_seconds": dict(flops=1e12, nbytes=1e9, peak_flops=312e12, bandwidth=1.555e12,
+                                  overhead_seconds=5e-6),
+    "memory.regime": dict(flops=1e12, nbytes=1e9, peak_flops=312e12, bandwidth=1.555e12, overhead_seconds=5e-6),
+    "memory.gemm_seconds": dict(m=4096, k=4096, n=4096, peak_flops=312e12, bandwidth=1.555e12, sms=108,
+                                split_k=2, l2_bandwidth=5e12),
+    "memory.decode_tokens_per_second": dict(weight_bytes=14e9, bandwidth=3.35e12, batch=4,
+                                            kv_bytes_per_sequence=1e8),
+    "memory.compute_bound_rows": dict(k=4096, n=4096, ridge=295.0, dtype="fp16"),
+    # --- units --------------------------------------------------------------------------------
+    "units.byte_unit": dict(unit="MiB"),
+    "units.bandwidth_unit": dict(unit="GB/s"),
+    "units.dtype_bytes": dict(dtype="fp16"),
+    # --- hardware -----------------------------------------------------------------------------
+    "hardware.names": dict(),
+    "hardware.accelerators": dict(),
+    "hardware.get": dict(name="H100 SXM5"),
+    "hardware.records": dict(),
+    "hardware.Accelerator.peak_flops": dict(dtype="fp16", sparse=True, accumulate="fp32"),
+    "hardware.Accelerator.ridge_point": dict(dtype="fp8"),
+    # --- measured -----------------------------------------------------------------------------
+    "measured.architectures": dict(),
+    "measured.latencies": dict(architecture="Ampere"),
+    "measured.latency": dict(architecture="Ampere", quantity="l2"),
+    "measured.latency_seconds": dict(architecture="Ampere", quantity="l1"),
+    "measured.measurements": dict(prefix="stream."),
+    "measured.measurement": dict(id="dle.maskrcnn.a100.1gpu"),
+    "measured.a100_v100_speedups": dict(network="maskrcnn"),
+    # --- tensor_cores -------------------------------------------------------------------------
+    "tensor_cores.matmul_rounds": dict(),
+    "tensor_cores.matmul_cycle_breakdown": dict(method="async_copy"),
+    "tensor_cores.matmul_cycles": dict(method="tensor_core"),
+    "tensor_cores.speedup_percent": dict(cycles_before=504.0, cycles_after=235.0),
+    "tensor_cores.tiled_loop_cycles": dict(k_tiles=8, load_cycles=200.0, compute_cycles=100.0, double_buffered=True),
+    "tensor_cores.tensor_core_utilization": dict(k_tiles=8, load_cycles=200.0, compute_cycles=100.0,
+                                                 double_buffered=True),
+    "tensor_cores.cycles_to_seconds": dict(cycles=504.0, clock_hz=1.41e9),
+    "tensor_cores.peak_tensor_flops": dict(sms=108, tensor_cores_per_sm=4, flop_per_tensor_core_per_cycle=512.0,
+                                           clock_hz=1.41e9),
+    "tensor_cores.tensor_core_family": dict(architecture="Ampere (GA102)"),
+    "tensor_cores.flop_per_tensor_core_cycle": dict(architecture="Hopper (GH100)", geforce_half_rate=False),
+    "tensor_cores.derived_vs_published": dict(accelerators=None),
+    "tensor_cores.latency_preset": dict(architecture="Ampere", memory_level="l2", tensor_core_latency="measured"),
+    "tensor_cores.per_sm_cycle": dict(rate=3.35e12, sms=132, clock_hz=1.83e9),
+    "tensor_cores.k_step_cycles": dict(tile_m=128, tile_n=128, tile_k=64, bytes_per_cycle=13.9, flop_per_cycle=4096.0,
+                                       element_bytes=2.0),
+    "tensor_cores.max_load_cycles": dict(k_tiles=8, compute_cycles=100.0, utilization=0.8),
+    # --- precision ----------------------------------------------------------------------------
+    "precision.format_info": dict(name="fp8_e4m3"),
+    "precision.format_table": dict(names=("fp16", "bf16")),
+    "precision.tf32_round": Entry(dict(x=[1.0, 3.3]), nonfinite_ok=True,
+                                  why="inf and nan pass through, and values past the TF32 maximum round to inf "
+                                      "(what the format does; documented)"),
+    "precision.quantize": Entry(dict(x=[0.1, 3.0], name="fp8_e4m3"), nonfinite_ok=True,
+                                why="values past a format's maximum become inf or nan (what the cast does; "
+                                    "documented), and inf/nan pass through"),
+    "precision.representable_values": dict(name="fp4_e2m1"),
+    "precision.gradient_sample": dict(n=1000, log10_mean=-6.0, log10_std=1.5, seed=0),
+    "precision.overflow_underflow_fractions": dict(grads=[1e-9, -1e-3, 1.0, 0.0, 7e4], name="fp16",
+                                                   loss_scale=1024.0),
+    "precision.dynamic_loss_scale_trace": dict(overflow=[False, True, False], init_scale=65536.0,
+                                               growth_interval=2, backoff=0.5, growth=2.0),
+    "precision.dynamic_loss_scale_run": dict(grad_max=[0.01, 1.0, 0.1], name="fp16", init_scale=65536.0,
+                                             growth_interval=2, backoff=0.5, growth=2.0),
+    "precision.absmax_quantize_int8": dict(X=X2, axis=-1),
+    "precision.absmax_int8_matmul": dict(X=X2, W=W2),
+    "precision.mixed_int8_matmul": dict(X=[[1.0, 8.0], [0.5, -7.0]], W=W2, threshold=6.0),
+    "precision.fp8_matmul": dict(X=X2, W=W2, name="fp8_e5m2"),
+    "precision.matmul_relative_error": dict(approx=[1.0, 2.1], exact=[1.0, 2.0]),
+    "precision.outlier_activations": dict(rows=16, cols=8, n_outlier_cols=2, outlier_scale=20.0, seed=0),
+    "precision.blockwise_quantize": dict(x=[-3.0, -1.0, 0.0, 0.5, 2.0, 2.5, 3.0, 0.1, 0.2, 0.3], name="nf4",
+                                         block_size=4),
+    "precision.quantization_mse": dict(x=[-3.0, -1.0, 0.0, 0.5, 2.0, 2.5, 3.0, 0.1, 0.2, 0.3], name="int4",
+                                       block_size=4),
+    "precision.bytes_per_element": dict(name="nf4", block_size=64, scale_bytes=4.0),
+    "precision.fp8_training_speedup": dict(gemm_speedup=1.8, gemm_fraction=0.6, transpose_overhead_fraction=0.05),
+    "precision.gemm_fraction_needed": dict(end_to_end_speedup=1.25, gemm_speedup=1.77,
+                                           transpose_overhead_fraction=0.05),
+    "precision.fp8_overhead_needed": dict(end_to_end_speedup=1.25, gemm_speedup=1.77, gemm_fraction=0.6),
+    "precision.block_scales": dict(x=G4, name="fp4_e2m1", block_rows=1, block_cols=2, scale_format="e4m3"),
+    "precision.scaled_quantize": dict(x=G4, name="fp4_e2m1", block_rows=2, block_cols=None, scale_format="e8m0"),
+    "precision.scheme_quantize": dict(x=G4, name="fp8_e4m3", scheme="per row"),
+    "precision.gradient_matrix": dict(rows=8, cols=16, log10_mean=-6.0, log10_row_std=1.0, log10_within_std=0.5,
+                                      seed=0),
+    "precision.cast_losses": dict(x=G4, name="fp8_e4m3", scheme="1x128 blocks"),
+    "precision.scheme_matmul": dict(X=X2, W=W2, name="fp4_e2m1", scheme="NVFP4 (16, E4M3)"),
+    # --- workloads ----------------------------------------------------------------------------
+    "workloads.transformer_params": dict(layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, vocab=128256),
+    "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192),
+    "workloads.model_flops_utilization": dict(tokens_per_second=1e4, flops_per_token=6.1e10, peak_flops=989e12),
+    # --- audit --------------------------------------------------------------------------------
+    "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
+    "audit.rows": dict(),
+    "audit.reproduce": dict(),
+    "audit.frame": dict(prefixes=("tpu_vs_gpu",)),
+    # --- explore ------------------------------------------------------------------------------
+    "explore.Slider": dict(name="s", label="a slider", min=0, max=10, step=1, default=5, unit="x", grid_step=2,
+                           integer=True),
+    "explore.Choice": dict(name="c", label="a choice", options=("fp16", "fp32"), default="fp16"),
+    "explore.Exploration": dict(name="toy", compute=lambda s: {"y": np.arange(3) * s}, params=(_slider(),),
+                                chart=lambda base: base.mark_line(), description="a toy", notes={}),
+}
+
+#: Exploration columns that hold NaN by design (the chart filters them out).
+EXPLORATION_NONFINITE_OK = {"number_line": {"relative_gap": "the largest value has no next value"}}
+
+#: A valid command line per CLI subcommand (without --json; each is also run with it).
+CLI_REGISTRY = {
+    "list": ["--kind", "gpu"],
+    "show": ["H100 SXM5"],
+    "matmul": ["-a", "H100 SXM5", "-m", "256", "-k", "1024", "-n", "1024", "--dtype", "fp16", "--tile", "128",
+               "--scheme", "all_pairs", "--bandwidth-unit", "GiB/s"],
+    "compare": ["A100 SXM4 40GB", "V100 SXM2 16GB", "--dtype", "fp16"],
+    "reproduce": [],
+}
+
+CLI_VALUES = ["0", "-1", "0.5", "nan", "inf", "-inf", "1e300", "1" + "0" * 400, "1" + "0" * 103, "",
+              "abc", "True", "None", " ", "fp12", "9" * 20]
+
+
+# --- discovery --------------------------------------------------------------------------------
+
+def public_functions() -> dict[str, object]:
+    """Every public callable to fuzz, by registry key."""
+    found = {}
+    for prefix, module in MODULES.items():
+        for name, obj in vars(module).items():
+            if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                found[f"{prefix}.{name}"] = obj
+    for prefix, (cls, _) in METHOD_TARGETS.items():
+        for name, obj in vars(cls).items():
+            if not name.startswith("_") and inspect.isfunction(obj):
+                found[f"{prefix}.{name}"] = obj
+    found.update(CONSTRUCTORS)
+    return found
+
+
+def target(key: str):
+    """The callable to call for ``key`` (methods bound to their instance)."""
+    for prefix, (_, make) in METHOD_TARGETS.items():
+        if key.startswith(prefix + "."):
+            return getattr(make(), key[len(prefix) + 1:])
+    return public_functions()[key]
+
+
+def parameters(key: str) -> list[inspect.Parameter]:
+    params = list(inspect.signature(target(key)).parameters.values())
+    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def entry(key: str) -> Entry:
+    value = REGISTRY[key]
+    return value if isinstance(value, Entry) else Entry(value)
+
+
+def baseline(key: str) -> dict:
+    """The registered call with every defaulted parameter filled in (so each one is mutated too)."""
+    kwargs = dict(entry(key).kwargs)
+    for p in parameters(key):
+        if p.name not in kwargs:
+            if p.default is inspect.Parameter.empty:
+                raise KeyError(f"REGISTRY[{key!r}] lacks required parameter {p.name!r}")
+            kwargs[p.name] = p.default
+    return kwargs
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+GENERIC = [
+    ("zero", 0), ("negative", -1), ("negative_float", -2.5), ("half", 0.5), ("tiny", 1e-320),
+    ("small", 1e-300), ("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("huge", 1e300),
+    ("huge_int", 10**400), ("big_int", 10**103), ("big_count", 2**26), ("true", True), ("false", False),
+    ("numpy_bool", np.bool_(True)), ("string", "abc"), ("numeric_string", "1"), ("empty_string", ""),
+    ("bytes", b"fp16"), ("none", None), ("empty_list", []), ("empty_array", np.array([])),
+    ("complex", 1 + 1j), ("complex_array", np.array([1 + 0j, 2 + 0j])), ("bool_array", np.array([True, False])),
+    ("object_array", np.array([1.0, None], dtype=object)), ("ragged", [[1.0, 2.0], [3.0]]), ("dict", {}),
+    ("nan_array", np.array([1.0, math.nan])), ("inf_array", np.array([1.0, math.inf])),
+    ("huge_array", np.array([1e300, 1e-300])),
+]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_array(value) -> bool:
+    if isinstance(value, (str, bytes)) or value is None or isinstance(value, tuple):
+        return False
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return False
+    return arr.dtype.kind in "biuf" and arr.ndim >= 1 and arr.size > 0
+
+
+def mutations(kwargs: dict, name: str):
+    """(label, kwargs) pairs: ``kwargs`` with ``name`` replaced, one way at a time."""
+    b = kwargs[name]
+    for label, value in GENERIC:
+        yield label, {**kwargs, name: value}
+    yield "one_element_list", {**kwargs, name: [b]}
+    yield "two_d", {**kwargs, name: [[b, b], [b, b]]}
+    if isinstance(b, str):
+        yield "list_of_name", {**kwargs, name: [b]}
+        yield "padded_name", {**kwargs, name: f" {b}x "}
+    others = [o for o in kwargs if o != name and (_is_number(kwargs[o]) or _is_array(kwargs[o]))]
+    if _is_number(b) and others:
+        other = others[0]
+        ob = kwargs[other]
+        ob3 = np.full(2, ob) if _is_number(ob) else np.asarray(ob)[..., :1]
+        yield "mismatched_shape", {**kwargs, name: np.full(3, b), other: ob3}
+    elif _is_array(b):
+        arr = np.asarray(b, dtype=float)
+        yield "mismatched_shape", {**kwargs, name: np.concatenate([arr, arr[:1]])}
+        yield "negative_array", {**kwargs, name: -np.abs(arr) - 1}
+
+
+# --- the contract -----------------------------------------------------------------------------
+
+def nonfinite(obj, path: str = "result", depth: int = 0) -> str | None:
+    """The path of the first NaN/inf inside ``obj`` (numbers, arrays, containers, frames, dataclasses)."""
+    if depth > 6 or obj is None or callable(obj) or isinstance(obj, (str, bytes, bool, np.bool_)):
+        return None
+    if isinstance(obj, (int, np.integer)):
+        return None
+    if isinstance(obj, (float, np.floating, complex, np.complexfloating)):
+        return None if np.isfinite(obj) else path
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "fc":
+            return None if np.all(np.isfinite(obj)) else path
+        if obj.dtype.kind == "O":
+            for i, v in enumerate(obj.ravel()[:1000]):
+                bad = nonfinite(v, f"{path}[{i}]", depth + 1)
+                if bad:
+                    return bad
+        return None
+    if hasattr(obj, "to_dict") and hasattr(obj, "columns"):  # a DataFrame
+        for column in obj.columns:
+            bad = nonfinite(obj[column].to_numpy(), f"{path}[{column!r}]", depth + 1)
+            if bad:
+                return bad
+        return None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            bad = nonfinite(v, f"{path}[{k!r}]", depth + 1)
+            if bad:
+                return bad
+        return None
+    if isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj[:1000]):
+            bad = nonfinite(v, f"{path}[{i}]", depth + 1)
+            if bad:
+                return bad
+        return None
+    if dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            bad = nonfinite(getattr(obj, f.name), f"{path}.{f.name}", depth + 1)
+            if bad:
+                return bad
+    return None
+
+
+def names_one_of(message: str, names) -> bool:
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", message) for n in names)
+
+
+def check(call, names, nonfinite_ok=False, drop_columns=()) -> str | None:
+    """Run ``call()``; None if it keeps the contract, else what broke it."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call()
+        except ValueError as err:
+            if not names_one_of(str(err), names):
+                return f"ValueError names none of {sorted(names)}: {str(err)[:160]!r}"
+            result = None
+        except Exception as err:  # noqa: BLE001 - any other type breaks the contract
+            return f"{type(err).__name__}: {str(err)[:160]}"
+    elapsed = time.perf_counter() - start
+    if elapsed > SLOW:
+        return f"slow: {elapsed:.1f} s"
+    leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    if leaked:
+        return f"leaked RuntimeWarning: {leaked[0].message}"
+    if drop_columns and result is not None:
+        result = result.drop(columns=[c for c in drop_columns if c in result.columns])
+    bad = None if nonfinite_ok else nonfinite(result)
+    return f"non-finite value at {bad}" if bad else None
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+@dataclass
+class Tally:
+    covered: set = field(default_factory=set)
+    tried: int = 0
+    failures: list = field(default_factory=list)
+
+    def run(self, where, label, call, names, **kw):
+        self.tried += 1
+        problem = check(call, names, **kw)
+        if problem:
+            self.failures.append(f"{where} [{label}]: {problem}")
+
+
+def fuzz_function(key: str, tally: Tally) -> None:
+    tally.covered.add(key)
+    fn = target(key)
+    e = entry(key)
+    names = {p.name for p in parameters(key)}
+    kwargs = baseline(key)
+    tally.run(key, "baseline", lambda: fn(**kwargs), names, nonfinite_ok=e.nonfinite_ok)
+    if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
+        return
+    for name in kwargs:
+        for label, mutated in mutations(kwargs, name):
+            tally.run(f"{key}({name}=...)", label, lambda m=mutated: fn(**m), names,
+                      nonfinite_ok=e.nonfinite_ok)
+
+
+def fuzz_exploration(exploration, tally: Tally) -> None:
+    key = f"exploration {exploration.name}"
+    tally.covered.add(key)
+    names = {p.name for p in exploration.params}
+    drop = tuple(EXPLORATION_NONFINITE_OK.get(exploration.name, ()))
+    defaults = exploration.defaults()
+    tally.run(key, "baseline", lambda: exploration.table(**defaults), names, drop_columns=drop)
+    for name in defaults:
+        for label, mutated in mutations(defaults, name):
+            tally.run(f"{key}({name}=...)", label, lambda m=mutated: exploration.table(**m), names,
+                      drop_columns=drop)
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+def cli_subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def run_cli(argv) -> tuple[int | str, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            code = cli.main(list(argv))
+        except BaseException as exc:  # noqa: BLE001 - anything escaping main breaks the contract
+            return f"{type(exc).__name__}: {str(exc)[:160]}", out.getvalue(), err.getvalue()
+    return code, out.getvalue(), err.getvalue()
+
+
+def _strict_json(text: str):
+    def refuse(constant):
+        raise ValueError(f"non-JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def cli_problem(argv) -> str | None:
+    code, out, err = run_cli(argv)
+    if isinstance(code, str):
+        return code
+    if code == 2:
+        lines = err.strip("\n").split("\n")
+        if out or len(lines) != 1 or not lines[0].strip() or "Traceback" in err:
+            return f"exit 2 must print one line on stderr and nothing on stdout (got {len(lines)} lines: {err[:120]!r})"
+        return None
+    if code != 0:
+        return f"exit code {code}"
+    if err:
+        return f"exit 0 with stderr {err[:120]!r}"
+    if "--json" in argv:
+        try:
+            _strict_json(out)
+        except ValueError as exc:
+            return f"--json output is not strict JSON: {exc}"
+    elif re.search(r"(?<![\w.])-?(nan|inf|infinity)(?!\w)", out, flags=re.IGNORECASE):
+        return "table prints nan or inf"
+    return None
+
+
+def cli_mutations(command: str, sub: argparse.ArgumentParser):
+    """(label, argv) pairs: the registered command line with one argument changed or dropped."""
+    base = CLI_REGISTRY[command]
+    actions = [a for a in sub._actions if a.dest not in ("help", "json", "run")]
+    for action in actions:
+        if action.nargs == 0:
+            continue
+        if action.option_strings:
+            flags = set(action.option_strings)
+            positions = [i for i, tok in enumerate(base) if tok in flags]
+            for value in CLI_VALUES:
+                argv = list(base)
+                if positions:
+                    argv[positions[0] + 1] = value
+                else:
+                    argv += [action.option_strings[0], value]
+                yield f"{action.option_strings[0]}={value[:12]!r}", argv
+            if positions:
+                i = positions[0]
+                yield f"without {action.option_strings[0]}", base[:i] + base[i + 2:]
+        else:
+            index = [a for a in actions if not a.option_strings].index(action)
+            for value in CLI_VALUES:
+                argv = list(base)
+                argv[index] = value
+                yield f"{action.dest}={value[:12]!r}", argv
+            yield f"without {action.dest}", base[:index] + base[index + 1:]
+
+
+def fuzz_cli(command: str, tally: Tally) -> None:
+    key = f"cli {command}"
+    tally.covered.add(key)
+    sub = cli_subcommands()[command]
+    cases = [("baseline", CLI_REGISTRY[command])] + list(cli_mutations(command, sub))
+    for label, argv in cases:
+        for extra in ([], ["--json"]):
+            full = [command, *argv, *extra]
+            tally.tried += 1
+            problem = cli_problem(full)
+            if label == "baseline" and not problem and run_cli(full)[0] != 0:
+                problem = "baseline command line fails"
+            if problem:
+                tally.failures.append(f"{key} {label}{' --json' if extra else ''}: {problem}")
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+def test_every_public_function_is_registered():
+    missing = sorted(set(public_functions()) - set(REGISTRY))
+    assert not missing, (
+        f"public functions without a fuzz baseline: {missing}. Register each in tests/test_fuzz.py "
+        "REGISTRY with a valid call, e.g. REGISTRY['memory.new_model'] = dict(m=256, k=1024, n=1024), so that "
+        "it is fuzzed against the house contract (ValueError naming a parameter, or a finite result).")
+    stale = sorted(set(REGISTRY) - set(public_functions()))
+    assert not stale, f"REGISTRY entries for functions that no longer exist: {stale}"
+    for key in REGISTRY:
+        baseline(key)  # every required parameter has a baseline value
+
+
+def test_every_model_module_is_fuzzed():
+    tops = {info.name for info in pkgutil.iter_modules(gpumodel.__path__) if not info.name.startswith("_")}
+    unknown = sorted(tops - set(MODULES) - NOT_MODELS)
+    assert not unknown, (f"gpumodel modules neither fuzzed nor listed as holding no models: {unknown}; "
+                         "add each to MODULES in tests/test_fuzz.py (and register its functions) or to NOT_MODELS")
+    for name in MODULES:
+        importlib.import_module(f"gpumodel.{name}")
+
+
+def test_every_cli_subcommand_is_registered():
+    missing = sorted(set(cli_subcommands()) - set(CLI_REGISTRY))
+    assert not missing, f"CLI subcommands without a fuzz baseline: {missing}; add them to CLI_REGISTRY"
+
+
+def _report(tally: Tally) -> str:
+    shown = "\n".join(tally.failures[:40])
+    more = f"\n... and {len(tally.failures) - 40} more" if len(tally.failures) > 40 else ""
+    return f"{len(tally.failures)} of {tally.tried} inputs break the contract:\n{shown}{more}"
+
+
+@pytest.mark.parametrize("key", sorted(set(REGISTRY) & set(public_functions())))
+def test_function_keeps_the_contract(key):
+    tally = Tally()
+    fuzz_function(key, tally)
+    assert not tally.failures, _report(tally)
+
+
+@pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)
+def test_exploration_keeps_the_contract(exploration):
+    tally = Tally()
+    fuzz_exploration(exploration, tally)
+    assert not tally.failures, _report(tally)
+
+
+@pytest.mark.parametrize("command", sorted(set(CLI_REGISTRY) & set(cli_subcommands())))
+def test_cli_subcommand_keeps_the_contract(command):
+    tally = Tally()
+    fuzz_cli(command, tally)
+    assert not tally.failures, _report(tally)
+
+
+@pytest.mark.parametrize("args", [
+    ["matmul", "-a", "H100 SXM5", "-m", "1" + "0" * 400, "-k", "1", "-n", "1"],
+    ["matmul", "-a", "H100 SXM5", "-m", "1" + "0" * 103, "-k", "1" + "0" * 103, "-n", "1" + "0" * 103, "--json"],
+])
+def test_cli_subprocess_exits_2_with_one_line(args):
+    result = subprocess.run([sys.executable, "-m", "gpumodel", *args], capture_output=True, text=True)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def _numeric_slots():
+    slots = []
+    for key in sorted(set(REGISTRY) & set(public_functions())):
+        if entry(key).nonfinite_ok:
+            continue
+        for name, value in baseline(key).items():
+            if _is_number(value):
+                slots.append((key, name))
+    return slots
+
+
+finite_numbers = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1e-300, max_value=1e-300),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.integers(min_value=-(10**400), max_value=10**400),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slot=st.sampled_from(_numeric_slots()), value=finite_numbers)
+def test_any_number_anywhere_keeps_the_contract(slot, value):
+    """Random numbers (any magnitude, subnormal to 10**400) in one numeric parameter at a time."""
+    key, name = slot
+    kwargs = {**baseline(key), name: value}
+    fn = target(key)
+    problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)})
+    assert problem is None, f"{key}({name}={value!r}): {problem}"
+
+
+def fuzz_everything() -> Tally:
+    tally = Tally()
+    for key in sorted(public_functions()):
+        if key in REGISTRY:
+            fuzz_function(key, tally)
+        else:
+            tally.failures.append(f"{key}: not registered")
+    for exploration in all_explorations():
+        fuzz_exploration(exploration, tally)
+    for command in sorted(cli_subcommands()):
+        if command in CLI_REGISTRY:
+            fuzz_cli(command, tally)
+        else:
+            tally.failures.append(f"cli {command}: not registered")
+    return tally
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    result = fuzz_everything()
+    kinds = {}
+    for key in result.covered:
+        kind = key.split(" ")[0] if " " in key else "function"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    print(f"covered: {len(result.covered)} ({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}); "
+          f"inputs tried: {result.tried}; failures: {len(result.failures)}; {time.perf_counter() - start:.0f} s")
+    if "-v" in sys.argv:
+        print("\n".join(result.failures))
+
+
+# --- issue regressions in modules without a test file of their own ----------------------------
+
+def test_peak_flops_refuses_a_non_bool_sparse():
+    h100 = hardware.get("H100 SXM5")
+    with pytest.raises(ValueError, match="sparse"):
+        h100.peak_flops("fp16", sparse="no")
+    assert h100.peak_flops("fp16", sparse=True) == 2 * h100.peak_flops("fp16")
+
+
+def test_measured_refuses_missing_names():
+    with pytest.raises(ValueError, match="architecture"):
+        measured.latency(None, "l2")
+    with pytest.raises(ValueError, match="network"):
+        measured.a100_v100_speedups("")
+    with pytest.raises(ValueError, match="prefix"):
+        measured.measurements(None)
+    assert len(measured.a100_v100_speedups()) > len(measured.a100_v100_speedups("maskrcnn")) > 0
