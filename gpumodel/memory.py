@@ -402,7 +402,8 @@ def l2_reuse(m, k, n, tile_m, tile_n, sms, l2_bytes, dtype: str = "fp16", k_in_f
     "single pass": A + B + C (:func:`matmul_min_traffic`) fit in ``l2_bytes`` (the output passes
     through L2 too), so each operand is read from global memory once. "per wave":
     :func:`wave_working_set` fits. "per tile": neither; every tile reads its strips from global
-    memory. Sufficient conditions, not necessary ones.
+    memory. The tests compare with the nominal capacity, which is optimistic: a partitioned L2,
+    its replacement policy and other traffic leave less room.
     Explained in :doc:`/book/memory_hierarchy` (section "L2 reuse: how real kernels reach the ridge").
     """
     l2 = _checks.positive("l2_bytes", l2_bytes)
@@ -436,10 +437,12 @@ REGIMES = ("compute", "memory", "overhead")
 
 @_checks.finite_result
 def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
-    """Time of one kernel: overhead + max(flops / peak_flops, nbytes / bandwidth), in seconds.
+    """Time per kernel in a stream of them: max(overhead, flops / peak_flops, nbytes / bandwidth), in seconds.
 
-    ``overhead_seconds`` is the fixed cost of getting the kernel running (launch, framework
-    dispatch) that neither more FLOP/s nor more bandwidth removes.
+    ``overhead_seconds`` is the host's cost of launching one kernel (framework dispatch and the
+    driver). Launches are asynchronous: the host prepares the next kernel while the GPU runs
+    this one, so in steady state each kernel costs the larger of the host's time and the GPU's,
+    and the largest of the three terms sets the regime (:func:`regime`).
     Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
     """
     flops = _checks.non_negative("flops", flops)
@@ -447,12 +450,12 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     peak = _checks.positive("peak_flops", peak_flops)
     bw = _checks.positive("bandwidth", bandwidth)
     overhead = _checks.non_negative("overhead_seconds", overhead_seconds)
-    return overhead + np.maximum(flops / peak, nbytes / bw)
+    return np.maximum(overhead, np.maximum(flops / peak, nbytes / bw))
 
 
 @_checks.finite_result
 def regime(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
-    """Which term of :func:`kernel_seconds` is largest, as an index into :data:`REGIMES`.
+    """Which term of :func:`kernel_seconds` is largest, as an index into :data:`REGIMES` (0 compute, 1 memory, 2 overhead).
 
     Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
     """
@@ -536,3 +539,18 @@ def compute_bound_rows(k, n, ridge, dtype: str = "fp16"):
                          f"{float(np.min(2.0 * k * n / (b * (k + n)))):g} FLOP/byte: "
                          "the matmul is memory-bound at every m")
     return ridge * b * k * n / denominator
+
+
+@_checks.finite_result
+def accumulator_bytes(tile_m, tile_n, accumulate: str = "fp32"):
+    """Bytes of the running sums of one tile_m x tile_n output tile (FP32 accumulators: 4 bytes each).
+
+    They stay in registers (or, on data-center Blackwell, tensor memory) for the whole K loop,
+    so they bound the output tile as much as shared memory does: 256 x 256 in FP32 is 256 KiB.
+    Explained in :doc:`/book/memory_hierarchy` (section "Tiles: why bigger tiles reuse more").
+    """
+    tile_m = _checks.positive_int("tile_m", tile_m)
+    tile_n = _checks.positive_int("tile_n", tile_n)
+    accumulate = _checks.choice("accumulate", accumulate, ("fp32", "fp16"))
+    return tile_m * tile_n * dtype_bytes(accumulate)
+

@@ -687,13 +687,16 @@ def fp8_overhead_needed(end_to_end_speedup, gemm_speedup, gemm_fraction):
 SCALE_FORMATS = ("fp32", "e8m0", "e4m3")
 
 #: Named scaling schemes: (block rows, block columns, scale format); ``None`` spans the whole
-#: dimension. Per tensor and per row are torchao's "tensorwise" and "rowwise" recipes; 1 x 128
-#: and 128 x 128 are DeepSeek-V3's activation and weight blocks; MX scales 32 values along a row
-#: by a power of two (OCP MX v1.0); NVFP4 scales 16 values by an E4M3 number.
+#: dimension. Per tensor and per row (or column) are torchao's "tensorwise" and "rowwise"
+#: recipes; 1 x 128 (and 128 x 1 for the operand of the weight-gradient GEMM) and 128 x 128 are
+#: DeepSeek-V3's activation and weight blocks; MX scales 32 values along a row by a power of two
+#: (OCP MX v1.0); NVFP4 scales 16 values by an E4M3 number.
 SCALING_SCHEMES = {
     "per tensor": (None, None, "fp32"),
     "per row": (1, None, "fp32"),
+    "per column": (None, 1, "fp32"),
     "1x128 blocks": (1, 128, "fp32"),
+    "128x1 blocks": (128, 1, "fp32"),
     "128x128 blocks": (128, 128, "fp32"),
     "MX (32, E8M0)": (1, 32, "e8m0"),
     "NVFP4 (16, E4M3)": (1, 16, "e4m3"),
@@ -843,3 +846,15 @@ def scheme_matmul(X, W, name: str, scheme: str) -> np.ndarray:
     if X.shape[1] != W.shape[0]:
         raise ValueError(f"W must have as many rows as X has columns ({X.shape[1]}; got {W.shape[0]})")
     return scheme_quantize(X, name, scheme) @ scheme_quantize(W.T, name, scheme).T
+
+
+@_checks.finite_result
+def powers_of_two_spanned(name: str) -> float:
+    """log2(largest finite value / smallest positive value) of format ``name``: the binades it covers.
+
+    FP16 spans 40, E5M2 about 32, E4M3 about 18, BF16 about 260. A distribution of magnitudes
+    wider than this cannot fit under any single scale.
+    Explained in :doc:`/book/low_precision` (section "Loss scaling").
+    """
+    info = format_info(name)
+    return float(np.log2(info["max"] / info["smallest_subnormal"]))

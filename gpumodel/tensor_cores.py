@@ -412,3 +412,32 @@ def max_load_cycles(k_tiles, compute_cycles, utilization):
         raise ValueError("utilization must be in (0, 1] (got 0)")
     slow = m * (1.0 / u - 1.0 / k)
     return np.where(slow >= m, slow, k * m * (1.0 / u - 1.0))
+
+
+@_checks.finite_result
+def operand_bytes_per_cycle(tile_m, tile_n, flop_per_cycle, element_bytes=2.0):
+    """Bytes of A and B per cycle one SM consumes when its Tensor Cores run a tile_m x tile_n tile at full speed.
+
+    flop_per_cycle / (2 t_m t_n / (b (t_m + t_n))): the Tensor Cores' rate divided by the tile's
+    intensity. Whatever level serves the strips (L2, or DRAM for a lone tile) must deliver this
+    much. H100 SXM5, 128 x 128 in 16 bits: 4096 / 64 = 64 bytes per cycle per SM.
+    Explained in :doc:`/book/tensor_cores` (section "Feeding the Tensor Cores, per SM and per cycle").
+    """
+    tile_m = _checks.positive_int("tile_m", tile_m)
+    tile_n = _checks.positive_int("tile_n", tile_n)
+    fpc = _checks.positive("flop_per_cycle", flop_per_cycle)
+    b = _checks.positive("element_bytes", element_bytes)
+    return fpc * b * (tile_m + tile_n) / (2.0 * tile_m * tile_n)
+
+
+@_checks.finite_result
+def bytes_in_flight(bytes_per_cycle, latency_cycles):
+    """Little's law: bytes that must be on their way at once to sustain ``bytes_per_cycle`` against a latency.
+
+    bytes_per_cycle x latency_cycles. An H100 SXM5 SM receiving its share of DRAM bandwidth
+    (13.9 bytes per cycle) against a 689-cycle DRAM latency needs about 9.6 KB in flight.
+    Explained in :doc:`/book/tensor_cores` (section "Feeding the Tensor Cores, per SM and per cycle").
+    """
+    rate = _checks.positive("bytes_per_cycle", bytes_per_cycle)
+    return rate * _checks.non_negative("latency_cycles", latency_cycles)
+

@@ -23,12 +23,14 @@ LLAMA2_7B = {"layers": 32, "d_model": 4096, "d_ff": 11008, "heads": 32, "kv_head
 
 
 @_checks.finite_result
-def transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab):
+def transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab, input_embedding: bool = True):
     """Weights of a decoder-only transformer with grouped-query attention and a gated MLP (count).
 
     Per layer: query and output projections 2 d^2, key and value projections
-    2 d (d kv_heads / heads), gated MLP 3 d d_ff, two norms 2 d; plus input and output
-    embeddings 2 vocab d and a final norm d. Llama 3 8B: 8.03e9.
+    2 d (d kv_heads / heads), gated MLP 3 d d_ff, two norms 2 d; plus the output projection
+    vocab d, a final norm d and, if ``input_embedding``, the input embedding vocab d (a table
+    lookup, not a matmul: leave it out when counting FLOP, as torchtitan's MFU does).
+    Llama 3 8B: 8.03e9 with the input embedding, 7.50e9 without.
     Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
     """
     layers = _checks.positive_int("layers", layers)
@@ -37,26 +39,29 @@ def transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab):
     heads = _checks.positive_int("heads", heads)
     kv_heads = _checks.positive_int("kv_heads", kv_heads)
     vocab = _checks.positive_int("vocab", vocab)
+    embedding = _checks.flag("input_embedding", input_embedding)
     if np.any(kv_heads > heads):
         raise ValueError("kv_heads must be <= heads")
     per_layer = 2 * d * d + 2 * d * (d * kv_heads / heads) + 3 * d * d_ff + 2 * d
-    return layers * per_layer + 2 * vocab * d + d
+    return layers * per_layer + (2 if embedding else 1) * vocab * d + d
 
 
 @_checks.finite_result
-def training_flops_per_token(params, layers, d_model, seq_len):
+def training_flops_per_token(params, layers, d_model, seq_len, causal: bool = False):
     """Model FLOP per trained token: 6 N + 12 L d T (PaLM's count, Chowdhery et al. 2022, Appendix B).
 
-    6 N for the weight matmuls (2 forward, 4 backward per parameter); 12 L d T for the attention
-    scores and their use over a context of T tokens, counted without the causal mask's
-    saving. Llama 3 8B at T = 8192: 4.82e10 + 1.29e10 FLOP.
+    6 N for the weight matmuls (2 forward, 4 backward per matmul parameter: pass N without the
+    input embedding); 12 L d T for the attention scores QK^T and their product with V over a
+    context of T tokens. ``causal=True`` halves the attention term (6 L d T), counting only the
+    scores a causal mask keeps. Llama 3 8B at T = 8192: 4.50e10 + 1.29e10 FLOP.
     Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
     """
     n = _checks.positive("params", params)
     layers = _checks.positive_int("layers", layers)
     d = _checks.positive_int("d_model", d_model)
     t = _checks.positive_int("seq_len", seq_len)
-    return 6.0 * n + 12.0 * layers * d * t
+    attention = 6.0 if _checks.flag("causal", causal) else 12.0
+    return 6.0 * n + attention * layers * d * t
 
 
 @_checks.finite_result

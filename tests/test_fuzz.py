@@ -194,9 +194,15 @@ REGISTRY: dict[str, dict | Entry] = {
                                       seed=0),
     "precision.cast_losses": dict(x=G4, name="fp8_e4m3", scheme="1x128 blocks"),
     "precision.scheme_matmul": dict(X=X2, W=W2, name="fp4_e2m1", scheme="NVFP4 (16, E4M3)"),
+    "precision.powers_of_two_spanned": dict(name="fp8_e5m2"),
+    "memory.accumulator_bytes": dict(tile_m=128, tile_n=256, accumulate="fp32"),
+    "tensor_cores.operand_bytes_per_cycle": dict(tile_m=128, tile_n=128, flop_per_cycle=4096.0,
+                                                 element_bytes=2.0),
+    "tensor_cores.bytes_in_flight": dict(bytes_per_cycle=13.9, latency_cycles=689.0),
     # --- workloads ----------------------------------------------------------------------------
-    "workloads.transformer_params": dict(layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, vocab=128256),
-    "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192),
+    "workloads.transformer_params": dict(layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, vocab=128256,
+                                         input_embedding=False),
+    "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192, causal=True),
     "workloads.model_flops_utilization": dict(tokens_per_second=1e4, flops_per_token=6.1e10, peak_flops=989e12),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),

@@ -31,6 +31,7 @@ def test_llama3_8b_parameters_and_flops():
     c = workloads.LLAMA3_8B
     n = workloads.transformer_params(**c)
     assert n == 8_030_261_248
+    assert workloads.transformer_params(**c, input_embedding=False) == n - 128256 * 4096
     f = workloads.training_flops_per_token(n, c["layers"], c["d_model"], 8192)
     assert f == 6 * n + 12 * 32 * 4096 * 8192
     assert (f - 6 * n) / (6 * n) == pytest.approx(0.267, abs=0.001)
@@ -91,7 +92,7 @@ def test_per_row_scales_lose_fewer_gradients():
 @pytest.mark.parametrize("call, name", [
     (lambda: precision.block_scales([1.0], "fp4_e2m1", scale_format="e5m2"), "scale_format"),
     (lambda: precision.block_scales([1.0], "fp4_e2m1", block_cols=0), "block_cols"),
-    (lambda: precision.scheme_quantize([1.0], "fp4_e2m1", "per column"), "scheme"),
+    (lambda: precision.scheme_quantize([1.0], "fp4_e2m1", "per diagonal"), "scheme"),
     (lambda: precision.cast_losses([0.0], "fp8_e4m3", "per row"), "x"),
     (lambda: tc.per_sm_cycle(1, 0, 1), "sms"),
     (lambda: tc.k_step_cycles(1, 1, 1, 0, 1), "bytes_per_cycle"),
@@ -100,3 +101,26 @@ def test_per_row_scales_lose_fewer_gradients():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_causal_count_halves_attention():
+    full = workloads.training_flops_per_token(7.5e9, 32, 4096, 8192)
+    causal = workloads.training_flops_per_token(7.5e9, 32, 4096, 8192, causal=True)
+    assert full - causal == 6 * 32 * 4096 * 8192
+
+
+def test_operand_bytes_and_littles_law():
+    assert tc.operand_bytes_per_cycle(128, 128, 4096) == 64
+    assert tc.operand_bytes_per_cycle(128, 256, 4096) == 48
+    assert tc.bytes_in_flight(13.9, 689.0) == pytest.approx(9577.1)
+    assert memory.accumulator_bytes(256, 256) == 256 * 1024
+    assert precision.powers_of_two_spanned("fp16") == pytest.approx(40.0, abs=1e-3)
+
+
+def test_best_safe_scale_never_overflows():
+    from gpumodel.explorations import low_precision as lp
+    grads = lp.gradients()
+    for fmt in lp.TRAIN_FORMATS:
+        log2_scale, flushed = lp.best_scale(fmt)
+        over, under = precision.overflow_underflow_fractions(grads, fmt, 2.0**log2_scale)
+        assert over == 0 and under == pytest.approx(flushed)

@@ -152,11 +152,15 @@ def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
 
 
 def best_scale(fmt, log2_scales=np.arange(0, 41)) -> tuple[int, float]:
-    """The log2(loss scale) that loses the fewest of the chapter's gradients in ``fmt``, and that loss (a fraction)."""
+    """The log2(loss scale) that flushes the fewest of the chapter's gradients to zero without any overflow, and that fraction.
+
+    An overflow is fatal (inf or NaN in the gradients skips the step), so only scales without one
+    are usable; among those with the fewest flushed values, the smallest is returned.
+    """
     sweep = scale_sweep(fmt, log2_scales)
-    lost = (sweep["overflow"] + sweep["flushed"]).to_numpy()
-    i = int(np.argmin(lost))
-    return int(sweep["log2_scale"].iloc[i]), float(lost[i])
+    safe = sweep[sweep["overflow"] == 0].reset_index(drop=True)
+    row = safe.iloc[int(np.argmin(safe["flushed"].to_numpy()))]
+    return int(row["log2_scale"]), float(row["flushed"])
 
 
 def step_peaks(steps=3000, seed=1) -> np.ndarray:
@@ -174,6 +178,21 @@ def dynamic_scaling_frame(fmt="fp16", growth_interval=200, steps=3000) -> pd.Dat
     ceiling = precision.format_info(fmt)["max"] / peaks
     return pd.DataFrame({"step": np.arange(steps), "scale": scales, "log2_scale": np.log2(scales),
                          "ceiling": ceiling, "skipped": flags})
+
+
+def skip_causes(frame: pd.DataFrame) -> dict:
+    """Why each skipped step of a dynamic-scaling run overflowed, and how far below its ceiling the scale ran.
+
+    A skip where the ceiling (the largest scale that would not overflow) fell by more than half
+    from the step before is a "spike" in the gradients; any other is "growth": the scale grew, or
+    the ceiling drifted, until they met. ``median_headroom`` is the median of log2(ceiling / scale)
+    over the steps that did not overflow, in powers of two.
+    """
+    dropped = frame["ceiling"] < frame["ceiling"].shift(1).bfill() / 2
+    skipped = frame["skipped"]
+    clean = frame[~skipped]
+    return {"growth": int((skipped & ~dropped).sum()), "spike": int((skipped & dropped).sum()),
+            "median_headroom": float(np.median(np.log2(clean["ceiling"] / clean["scale"])))}
 
 
 def dynamic_scaling_chart(frame: pd.DataFrame):
@@ -280,27 +299,36 @@ def four_bit_matmul_errors(block_size=64) -> dict:
 MEMORY_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8_e4m3": "fp8", "int8": "int8", "fp4_e2m1": "fp4"}
 
 
+#: Rows of the bytes table: label -> (format, block size, bytes per scale, memory-model dtype).
+BYTES_ROWS = {"fp32": ("fp32", None, 0.0, "fp32"), "bf16": ("bf16", None, 0.0, "bf16"),
+              "fp8_e4m3 (one scale per tensor)": ("fp8_e4m3", None, 0.0, "fp8"),
+              "int8 (one scale per row)": ("int8", None, 0.0, "int8"),
+              "MXFP4 (E8M0 scale per 32)": ("fp4_e2m1", 32, 1.0, "fp4"),
+              "NVFP4 (E4M3 scale per 16)": ("fp4_e2m1", 16, 1.0, "fp4")}
+
+
 def bytes_frame(accelerator="H100 SXM5") -> pd.DataFrame:
-    """Bytes per element, and the memory time of the BERT matmul at minimum traffic on ``accelerator``."""
+    """Bytes per element (scales included), and the memory time of the BERT matmul at minimum traffic."""
     acc = hardware.get(accelerator)
     p = memory.TPU_POST
+    elements = memory.matmul_min_traffic(p["m"], p["k"], p["n"], "fp32") / 4.0
     rows = []
-    for fmt, dtype in MEMORY_DTYPE.items():
-        nbytes = memory.matmul_min_traffic(p["m"], p["k"], p["n"], dtype)
-        rows.append({"format": fmt, "bytes / element": precision.bytes_per_element(fmt),
-                     "memory time (µs)": round(float(nbytes / acc.bandwidth) * 1e6, 2)})
+    for label, (fmt, block, scale, _) in BYTES_ROWS.items():
+        per = precision.bytes_per_element(fmt, block_size=block, scale_bytes=scale)
+        rows.append({"format": label, "bytes / element": per,
+                     "memory time (µs)": round(float(elements * per / acc.bandwidth) * 1e6, 2)})
     return pd.DataFrame(rows).set_index("format")
 
 
 def four_bit_scales_frame(block_sizes=(16, 32, 64), n=2**16) -> pd.DataFrame:
-    """FP4 / INT4 mean squared error per block size, with exact (FP32) and power-of-two (E8M0) scales."""
+    """FP4 / INT4 mean squared error per block size, with exact (FP32), power-of-two (E8M0) and E4M3 scales."""
     rng = np.random.default_rng(0)
     data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
     rows = []
     for dist, x in data.items():
         for b in block_sizes:
             row = {"data": dist, "block": b}
-            for fmt in ("fp32", "e8m0"):
+            for fmt in ("fp32", "e8m0", "e4m3"):
                 mse = {f: float(np.mean((precision.scaled_quantize(x, f, 1, b, fmt) - x) ** 2))
                        for f in ("int4", "fp4_e2m1")}
                 row[f"fp4 / int4, {fmt} scales"] = mse["fp4_e2m1"] / mse["int4"]
@@ -313,7 +341,8 @@ def four_bit_schemes_frame(n=2**16) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
     cases = {"16, FP32 scale": (1, 16, "fp32"), "32, FP32 scale": (1, 32, "fp32"),
-             "MX: 32, E8M0 scale": (1, 32, "e8m0"), "NVFP4: 16, E4M3 scale": (1, 16, "e4m3")}
+             "16, E8M0 scale": (1, 16, "e8m0"), "MX: 32, E8M0 scale": (1, 32, "e8m0"),
+             "NVFP4: 16, E4M3 scale": (1, 16, "e4m3")}
     rows = []
     for dist, x in data.items():
         row = {"data": dist}
@@ -334,7 +363,8 @@ def gradient_rows() -> np.ndarray:
     return precision.gradient_matrix(*GRAD_SHAPE, **GRAD_LOG10, seed=3)
 
 
-def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks")) -> pd.DataFrame:
+def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks", "per column",
+                                    "128x1 blocks")) -> pd.DataFrame:
     """What each scaling scheme loses when the gradient matrix is cast to E4M3 or E5M2."""
     g = gradient_rows()
     rows = []
@@ -343,8 +373,7 @@ def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks")) ->
             loss = precision.cast_losses(g, fmt, scheme)
             rows.append({"scales": scheme, "format": fmt,
                          "values lost (%)": 100 * loss["lost_values"],
-                         "norm lost (%)": 100 * loss["lost_norm"],
-                         "relative error (%)": 100 * loss["relative_error"]})
+                         "norm lost (%)": 100 * loss["lost_norm"]})
     return pd.DataFrame(rows).set_index(["scales", "format"])
 
 
@@ -352,7 +381,7 @@ def decode_frame(accelerators=("H100 SXM5", "RTX 4090"), batch=1) -> pd.DataFram
     """Upper bound on decoding tokens/s of Llama 3 8B with 16-, 8- and 4-bit weights."""
     from .. import workloads
 
-    params = workloads.transformer_params(**workloads.LLAMA3_8B)
+    params = workloads.transformer_params(**workloads.LLAMA3_8B, input_embedding=False)
     formats = {"bf16": ("bf16", None), "int8 (per channel)": ("int8", None),
                "int4 (groups of 32)": ("int4", 32)}
     rows = []
@@ -436,7 +465,7 @@ def decode_measured_frame(accelerator="A100 SXM4 80GB") -> pd.DataFrame:
     from .. import workloads
 
     acc = hardware.get(accelerator)
-    params = workloads.transformer_params(**workloads.LLAMA2_7B)
+    params = workloads.transformer_params(**workloads.LLAMA2_7B, input_embedding=False)
     rows = []
     for label, (key, fmt, group) in GPTFAST.items():
         weight_bytes = params * precision.bytes_per_element(fmt, block_size=group, scale_bytes=4.0)
@@ -445,3 +474,10 @@ def decode_measured_frame(accelerator="A100 SXM4 80GB") -> pd.DataFrame:
         rows.append({"weights": label, "bound (tokens/s)": round(bound),
                      "measured (tokens/s)": value, "measured / bound": round(value / bound, 2)})
     return pd.DataFrame(rows).set_index("weights")
+
+
+def bert_compute_us(dtype: str, accelerator: str = "H100 SXM5") -> float:
+    """Compute time (µs) of the BERT matmul (256 x 1024 @ 1024 x 1024) at the dense peak for ``dtype``."""
+    p = memory.TPU_POST
+    flops = memory.matmul_flops(p["m"], p["k"], p["n"])
+    return float(flops / hardware.get(accelerator).peak_flops(dtype) * 1e6)

@@ -99,7 +99,7 @@ def roofline_chart(base):
 ROOFLINE = Exploration(
     name="roofline",
     compute=roofline_point,
-    params=(Choice("accelerator", "accelerator", ROOFLINE_ACCELERATORS, "A100 SXM4 40GB"),
+    params=(Choice("accelerator", "accelerator", ROOFLINE_ACCELERATORS, "H100 SXM5"),
             Slider("log2_tokens", "log2(rows of A)", 0, 14, 1, 8, integer=True),
             Slider("hidden", "k = n", 1024, 8192, 1024, 1024, integer=True)),
     chart=roofline_chart,
@@ -191,10 +191,10 @@ def l2_chart(base):
 L2_FIT = Exploration(
     name="l2_fit",
     compute=l2_fit,
-    params=(Slider("tokens", "tokens in the batch", 512, 16384, 512, 4096, grid_step=512,
+    params=(Slider("tokens", "tokens in the batch", 1024, 16384, 512, 4096, grid_step=1024,
                    integer=True),
             Choice("dtype", "data type", ("fp16", "fp8"), "fp16"),
-            Choice("k_in_flight", "K in flight", (256, 1024, 4096), 256)),
+            Choice("k_in_flight", "K in flight", (256, 4096), 256)),
     chart=l2_chart,
     description="How often each BERT-large matmul reads its operands from DRAM, per GPU, "
                 "and the FLOP per DRAM byte that gives (128 x 128 tiles).",
@@ -242,7 +242,7 @@ REGIMES = Exploration(
     compute=regimes,
     params=(Choice("accelerator", "accelerator", REGIME_ACCELERATORS, "H100 SXM5"),
             Choice("hidden", "k = n", (1024, 4096, 8192), 1024),
-            Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=5)),
+            Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=10)),
     chart=regimes_chart,
     description="The three terms of a kernel's time for a square-weight matmul: whichever is "
                 "largest sets the regime.",
@@ -322,19 +322,22 @@ def ridge_table() -> pd.DataFrame:
 
 
 def ridge_all_table(intensity: float) -> pd.DataFrame:
-    """Every accelerator's 16-bit dense ridge point, and whether ``intensity`` (FLOP/byte) lies above it.
+    """Every accelerator's 16-bit dense ridge point, and which side of it ``intensity`` (FLOP/byte) lies.
 
-    GeForce cards get a second ridge for FP16 accumulation, which runs at twice their FP32-accumulate rate.
+    Two accumulate modes: FP32 (what training uses) and FP16, which GeForce cards run at twice
+    their FP32-accumulate rate (elsewhere both run at the same rate; TPUs have no FP16 mode).
     """
     out = []
     for acc in hardware.accelerators():
         dtype = "fp16" if acc.fp16_tflops else "bf16"
         fp32_acc = float(acc.ridge_point(dtype))
         fp16_acc = (float(acc.peak_flops(dtype, accumulate="fp16") / acc.bandwidth)
-                    if dtype == "fp16" and acc.geforce_half_rate else np.nan)
-        out.append({"accelerator": acc.name, "ridge (FLOP/byte)": round(fp32_acc),
+                    if dtype == "fp16" else np.nan)
+        out.append({"accelerator": acc.name, "ridge, FP32 accumulate": round(fp32_acc),
                     "ridge, FP16 accumulate": fp16_acc,
-                    "bound at this intensity": "compute" if intensity >= fp32_acc else "memory"})
+                    "bound, FP32 accumulate": "compute" if intensity >= fp32_acc else "memory",
+                    "bound, FP16 accumulate": ("-" if np.isnan(fp16_acc) else
+                                               "compute" if intensity >= fp16_acc else "memory")})
     table = pd.DataFrame(out).set_index("accelerator")
     table["ridge, FP16 accumulate"] = table["ridge, FP16 accumulate"].round().astype("Int64")
     return table

@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, measured
+from .. import hardware, measured, memory
 from .. import tensor_cores as tc
 from ..explore import Choice, Exploration, Slider
 
@@ -111,7 +111,54 @@ DOUBLE_BUFFERING = Exploration(
     description="A loop over K tiles: load then compute (serial) or load the next tile while computing (double buffered).",
 )
 
-EXPLORATIONS = [CYCLE_BUDGET, DOUBLE_BUFFERING]
+#: GPUs and tiles of the per-SM feed exploration (GPUs with a sourced boost clock).
+FEED_GPUS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5")
+FEED_TILES = ("64x64", "128x128", "128x256", "256x128")
+FEED_PARTS = ("Tensor Cores", "DRAM, own strips", "DRAM, shared by a wave")
+#: The output the wave in the feed exploration covers, and the K-step of one tile.
+FEED_OUTPUT = 8192
+FEED_TILE_K = 64
+
+
+def sm_feed(gpu, tile):
+    """Cycles per K-step of one SM: the Tensor Cores' work against DRAM loads, alone or shared by a wave."""
+    acc = hardware.get(gpu)
+    tm, tn = (int(x) for x in tile.split("x"))
+    clock = acc.boost_clock_mhz * 1e6
+    bpc = tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock)
+    fpc = tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock)
+    r, c = memory.wave_shape(FEED_OUTPUT, FEED_OUTPUT, tm, tn, acc.sm_count)
+    alone = tc.k_step_cycles(tm, tn, FEED_TILE_K, bpc, fpc)
+    shared = tc.k_step_cycles(tm, tn, FEED_TILE_K, bpc, fpc, share_a=c, share_b=r)
+    cycles = [float(alone["compute"]), float(alone["load"]), float(shared["load"])]
+    return {"part": list(FEED_PARTS), "cycles": cycles,
+            "label": [f"{v:,.0f} cycles" for v in cycles]}
+
+
+def sm_feed_chart(base):
+    y = alt.Y("part:N", title=None, sort=list(FEED_PARTS))
+    x = alt.X("cycles:Q", title="cycles per K-step of 64 (one SM)",
+              scale=alt.Scale(type="log", domain=[10, 20000]))
+    bars = base.mark_bar().encode(
+        x=x, y=y, color=alt.Color("part:N", legend=None, sort=list(FEED_PARTS),
+                                  scale=alt.Scale(range=["#54a24b", "#bbbbbb", "#4c78a8"])),
+        tooltip=["part:N", alt.Tooltip("cycles:Q", format=",.0f")])
+    text = base.mark_text(align="left", dx=4).encode(x=x, y=y, text="label:N")
+    return (bars + text).properties(width=420, height=120,
+                                    padding={"left": 5, "top": 5, "bottom": 5, "right": 80})
+
+
+SM_FEED = Exploration(
+    name="sm_feed",
+    compute=sm_feed,
+    params=(Choice("gpu", "GPU", FEED_GPUS, "H100 SXM5"),
+            Choice("tile", "output tile", FEED_TILES, "128x128")),
+    chart=sm_feed_chart,
+    description="One K-step of a tile on one SM: Tensor Core cycles against the cycles its strips "
+                "take to arrive from DRAM, fetched alone or shared by a wave through L2.",
+)
+
+EXPLORATIONS = [SM_FEED, CYCLE_BUDGET, DOUBLE_BUFFERING]
 
 
 def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
@@ -128,7 +175,7 @@ def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
             load_end = load_start + load_cycles
             compute_start = max(load_end, compute_end)
             compute_end = compute_start + compute_cycles
-            rows.append({"loop": loop, "unit": "load (copy engine)", "start": load_start, "end": load_end,
+            rows.append({"loop": loop, "unit": "load (async copy)", "start": load_start, "end": load_end,
                          "tile": f"{i + 1}"})
             rows.append({"loop": loop, "unit": "compute (Tensor Cores)", "start": compute_start,
                          "end": compute_end, "tile": f"{i + 1}"})
@@ -149,7 +196,7 @@ def loop_timeline_chart(k_tiles=4, load_cycles=200, compute_cycles=100):
         x=alt.X("start:Q", title="cycles", axis=alt.Axis(tickCount=6)), x2="end:Q",
         y=alt.Y("row:N", title=None, sort=order),
         color=alt.Color("unit:N", title=None, legend=alt.Legend(orient="bottom"),
-                        scale=alt.Scale(domain=["load (copy engine)", "compute (Tensor Cores)"],
+                        scale=alt.Scale(domain=["load (async copy)", "compute (Tensor Cores)"],
                                         range=["#4c78a8", "#54a24b"])),
         tooltip=["loop:N", "unit:N", "tile:N", "start:Q", "end:Q"])
     text = base.mark_text(color="white", fontSize=10).encode(
