@@ -436,13 +436,12 @@ REGIMES = ("compute", "memory", "overhead")
 
 
 @_checks.finite_result
-def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
-    """Time per kernel in a stream of them: max(overhead, flops / peak_flops, nbytes / bandwidth), in seconds.
+def kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
+    """The three times that bound one kernel, in seconds: {"compute", "memory", "overhead"}.
 
-    ``overhead_seconds`` is the host's cost of launching one kernel (framework dispatch and the
-    driver). Launches are asynchronous: the host prepares the next kernel while the GPU runs
-    this one, so in steady state each kernel costs the larger of the host's time and the GPU's,
-    and the largest of the three terms sets the regime (:func:`regime`).
+    compute = flops / peak_flops, memory = nbytes / bandwidth, overhead = ``overhead_seconds``,
+    the host's cost of launching one kernel (framework dispatch and the driver); broadcast to
+    one shape. :func:`kernel_seconds` takes their maximum, :func:`regime` names the largest.
     Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
     """
     flops = _checks.non_negative("flops", flops)
@@ -450,22 +449,31 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     peak = _checks.positive("peak_flops", peak_flops)
     bw = _checks.positive("bandwidth", bandwidth)
     overhead = _checks.non_negative("overhead_seconds", overhead_seconds)
-    return np.maximum(overhead, np.maximum(flops / peak, nbytes / bw))
+    terms = np.broadcast_arrays(flops / peak, nbytes / bw, overhead)
+    return {name: term * 1.0 for name, term in zip(REGIMES, terms)}
+
+
+@_checks.finite_result
+def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
+    """Time per kernel in a stream of them: max(overhead, flops / peak_flops, nbytes / bandwidth), in seconds.
+
+    Launches are asynchronous: the host prepares the next kernel while the GPU runs this one,
+    so in steady state each kernel costs the larger of the host's time and the GPU's, and the
+    largest of the three :func:`kernel_terms` sets the regime (:func:`regime`).
+    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    """
+    terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
+    return np.maximum.reduce(list(terms.values()))
 
 
 @_checks.finite_result
 def regime(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
-    """Which term of :func:`kernel_seconds` is largest, as an index into :data:`REGIMES` (0 compute, 1 memory, 2 overhead).
+    """Which of :func:`kernel_terms` is largest, as an index into :data:`REGIMES` (0 compute, 1 memory, 2 overhead).
 
     Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
     """
-    flops = _checks.non_negative("flops", flops)
-    nbytes = _checks.non_negative("nbytes", nbytes)
-    peak = _checks.positive("peak_flops", peak_flops)
-    bw = _checks.positive("bandwidth", bandwidth)
-    overhead = _checks.non_negative("overhead_seconds", overhead_seconds)
-    terms = np.stack(np.broadcast_arrays(flops / peak, nbytes / bw, overhead))
-    return np.argmax(terms, axis=0)
+    terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
+    return np.argmax(np.stack(list(terms.values())), axis=0)
 
 
 @_checks.finite_result

@@ -438,6 +438,11 @@ def _tiny_shift(x: np.ndarray, axis) -> np.ndarray:
     is exact, and it is 0 (no change at all) for every other slice.
     """
     absmax = np.max(np.abs(x), axis=axis, keepdims=True) if x.size else np.zeros(1)
+    return _lift_exponents(absmax)
+
+
+def _lift_exponents(absmax: np.ndarray) -> np.ndarray:
+    """For each maximum below 2**-900, the power of two that lifts it to [0.5, 1); 0 elsewhere."""
     return np.where((absmax > 0) & (absmax < 2.0**-900), -np.frexp(absmax)[1], 0)
 
 
@@ -587,20 +592,9 @@ def blockwise_quantize(x, name: str, block_size=64) -> np.ndarray:
     name = _format(name)
     x = _checks.as_array("x", x)
     size = _count("block_size", block_size)
-    flat = x.ravel()
-    if flat.size == 0:
-        return flat.reshape(x.shape).copy()
-    # Per-block maxima without padding past the data (a block larger than x is all of x).
-    starts = np.arange(0, flat.size, min(size, flat.size))
-    lengths = np.diff(np.append(starts, flat.size))
-    absmax = np.maximum.reduceat(np.abs(flat), starts)
-    shift = np.repeat(_tiny_shift(absmax[:, None], 1).ravel(), lengths)
-    flat = np.ldexp(flat, shift)
-    absmax = np.maximum.reduceat(np.abs(flat), starts)
-    top = format_info(name)["max"]
-    scale = np.repeat(np.where(absmax > 0, top / np.where(absmax > 0, absmax, 1.0), 1.0), lengths)
-    out = quantize(flat * scale, name) / scale
-    return np.ldexp(out, -shift).reshape(x.shape)
+    if x.size == 0:
+        return x.copy()
+    return scaled_quantize(x.reshape(1, -1), name, 1, size, "fp32").reshape(x.shape)
 
 
 @_checks.finite_result
@@ -739,15 +733,8 @@ def block_scales(x, name: str, block_rows=None, block_cols=None, scale_format: s
     name = _format(name)
     fmt = _checks.choice("scale_format", scale_format, SCALE_FORMATS)
     x = _checks.as_array("x", x)
-    shape = x.shape
-    if x.ndim == 1:
-        x = x[None, :]
-    if x.ndim != 2 or x.size == 0:
-        raise ValueError(f"x must be a non-empty 1-D or 2-D array (got shape {shape})")
-    br = _block_dim("block_rows", block_rows, x.shape[0])
-    bc = _block_dim("block_cols", block_cols, x.shape[1])
+    amax = block_maxima(x, block_rows, block_cols)
     top = format_info(name)["max"]
-    amax = _block_amax(x, br, bc)
     safe = np.where(amax > 0, amax, 1.0)
     if fmt == "fp32":
         scale = safe / top
@@ -757,7 +744,26 @@ def block_scales(x, name: str, block_rows=None, block_cols=None, scale_format: s
     else:
         tensor = float(amax.max()) / (top * 448.0) if amax.max() > 0 else 1.0
         scale = tensor * quantize(safe / (top * tensor), "fp8_e4m3")
-    return np.where(amax > 0, scale, 1.0).reshape(shape)
+    return np.where(amax > 0, scale, 1.0)
+
+
+@_checks.finite_result
+def block_maxima(x, block_rows=None, block_cols=None):
+    """The absolute maximum of the block each element of ``x`` belongs to (same shape as x).
+
+    Blocks are ``block_rows`` x ``block_cols`` elements of the 2-D ``x`` (a 1-D ``x`` is one row;
+    ``None`` = the whole dimension; a block larger than x is all of it, never padded past the data).
+    Explained in :doc:`/book/low_precision` (section "Scales: their format and their granularity").
+    """
+    x = _checks.as_array("x", x)
+    shape = x.shape
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D or 2-D array (got shape {shape})")
+    br = _block_dim("block_rows", block_rows, x.shape[0])
+    bc = _block_dim("block_cols", block_cols, x.shape[1])
+    return _block_amax(x, br, bc).reshape(shape)
 
 
 @_checks.finite_result
@@ -772,6 +778,15 @@ def scaled_quantize(x, name: str, block_rows=None, block_cols=None, scale_format
     scale = block_scales(x, name, block_rows, block_cols, scale_format)
     x = np.asarray(x, dtype=float)
     top = format_info(name)["max"]
+    if _checks.choice("scale_format", scale_format, SCALE_FORMATS) == "fp32":
+        # An exact scale maps the block maximum a onto top: multiply by top / a (lifting blocks
+        # whose maximum is so small that top / a would overflow by an exact power of two first).
+        amax = block_maxima(x, block_rows, block_cols)
+        shift = _lift_exponents(amax)
+        lifted, amax = np.ldexp(x, shift), np.ldexp(amax, shift)
+        inverse = np.where(amax > 0, top / np.where(amax > 0, amax, 1.0), 1.0)
+        out = quantize(np.clip(lifted * inverse, -top, top), name) / inverse
+        return np.ldexp(out, -shift)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(scale > 0, x / np.where(scale > 0, scale, 1.0), 0.0)
     return quantize(np.clip(ratio, -top, top), name) * scale

@@ -86,6 +86,9 @@ def test_flagship_matmul_is_overhead_bound_on_an_h100():
     assert memory.REGIMES[int(memory.regime(f, q, h.peak_flops(), h.bandwidth))] == "memory"
     assert memory.REGIMES[int(memory.regime(f, q, h.peak_flops(), h.bandwidth, 5e-6))] == "overhead"
     assert memory.kernel_seconds(f, q, h.peak_flops(), h.bandwidth, 5e-6) == 5e-6
+    terms = memory.kernel_terms(f, q, h.peak_flops(), h.bandwidth, 5e-6)
+    assert list(terms) == list(memory.REGIMES)
+    assert terms["compute"] == f / h.peak_flops() and terms["memory"] == q / h.bandwidth
 
 
 def test_deepbench_configurations_on_a_v100():

@@ -211,10 +211,9 @@ def regimes(accelerator, hidden, overhead_us):
     tokens = 2.0 ** np.arange(0, 17)
     flops = memory.matmul_flops(tokens, hidden, hidden)
     nbytes = memory.matmul_min_traffic(tokens, hidden, hidden)
-    overhead = overhead_us * 1e-6
-    parts = {"compute": flops / acc.peak_flops(), "memory": nbytes / acc.bandwidth,
-             "overhead": np.full(tokens.shape, overhead)}
-    which = memory.regime(flops, nbytes, acc.peak_flops(), acc.bandwidth, overhead)
+    args = (flops, nbytes, acc.peak_flops(), acc.bandwidth, overhead_us * 1e-6)
+    parts = memory.kernel_terms(*args)
+    which = memory.regime(*args)
     rows = {"tokens": [], "term": [], "microseconds": [], "bound": []}
     for term, seconds in parts.items():
         rows["tokens"].extend(tokens)
@@ -488,3 +487,8 @@ def deepbench_table(gpu: str = "V100 SXM2 16GB") -> pd.DataFrame:
                      "roofline bound (TFLOPS)": round(float(bound), 1), "measured (TFLOPS)": r["value"],
                      "measured / bound": round(r["value"] / float(bound), 2)})
     return pd.DataFrame(rows).sort_values("intensity (FLOP/B)").set_index("M x N x K")
+
+
+def explained_share(bound, measured_value, predicted) -> float:
+    """Share (%) of the gap between a roofline bound and a measurement that a finer model's prediction closes."""
+    return 100 * (bound - predicted) / (bound - measured_value)

@@ -124,9 +124,7 @@ def sm_feed(gpu, tile):
     """Cycles per K-step of one SM: the Tensor Cores' work against DRAM loads, alone or shared by a wave."""
     acc = hardware.get(gpu)
     tm, tn = (int(x) for x in tile.split("x"))
-    clock = acc.boost_clock_mhz * 1e6
-    bpc = tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock)
-    fpc = tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock)
+    bpc, fpc = _per_sm_rates(acc)
     r, c = memory.wave_shape(FEED_OUTPUT, FEED_OUTPUT, tm, tn, acc.sm_count)
     alone = tc.k_step_cycles(tm, tn, FEED_TILE_K, bpc, fpc)
     shared = tc.k_step_cycles(tm, tn, FEED_TILE_K, bpc, fpc, share_a=c, share_b=r)
@@ -281,6 +279,13 @@ def warps_table() -> pd.DataFrame:
 BALANCE_GPUS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "H100 SXM5", "B200")
 
 
+def _per_sm_rates(acc) -> tuple[float, float]:
+    """DRAM bytes and dense 16-bit Tensor Core FLOP per cycle per SM of ``acc`` at its boost clock."""
+    clock = acc.boost_clock_mhz * 1e6
+    return (float(tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock)),
+            float(tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock)))
+
+
 def sm_balance_table(tile_m=128, tile_n=128, tile_k=64, gpus=BALANCE_GPUS) -> pd.DataFrame:
     """Per SM and cycle: what DRAM delivers, what the Tensor Cores consume, and one K-step of a tile.
 
@@ -296,9 +301,7 @@ def sm_balance_table(tile_m=128, tile_n=128, tile_k=64, gpus=BALANCE_GPUS) -> pd
         row = {"GPU": name, "DRAM bytes/cycle/SM": np.nan, "Tensor FLOP/cycle/SM": np.nan,
                "load cycles": np.nan, "compute cycles": np.nan, "compute / load": round(ratio, 2)}
         if acc.boost_clock_mhz is not None:
-            clock = acc.boost_clock_mhz * 1e6
-            bpc = float(tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock))
-            fpc = float(tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock))
+            bpc, fpc = _per_sm_rates(acc)
             step = tc.k_step_cycles(tile_m, tile_n, tile_k, bpc, fpc)
             row.update({"DRAM bytes/cycle/SM": round(bpc, 1), "Tensor FLOP/cycle/SM": round(fpc),
                         "load cycles": round(float(step["load"])),
@@ -325,3 +328,14 @@ def gemm_peak_fractions() -> pd.DataFrame:
                      "measured (TFLOPS)": value, "peak (TFLOPS)": peak,
                      "fraction of peak": round(value / peak, 2)})
     return pd.DataFrame(rows).set_index("measurement")
+
+
+def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> float:
+    """A measured L2 bandwidth (GB/s) carried over to another board of the same chip, in TB/s.
+
+    Assumes L2 bandwidth grows with the number of SMs times the clock: a scaling rule, not a
+    measurement, used to compare an H100 PCIe figure with the H100 SXM5.
+    """
+    source, dest = hardware.get(measured_on), hardware.get(target)
+    ratio = (dest.sm_count * dest.boost_clock_mhz) / (source.sm_count * source.boost_clock_mhz)
+    return measured.measurement(measurement) / 1000 * ratio
