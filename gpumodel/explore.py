@@ -132,14 +132,15 @@ class Slider:
             raise ValueError(f"{self.name} must be in [{self.min}, {self._top:g}] (got {value!r:.60})")
         if self.integer and number != np.floor(number):
             raise ValueError(f"{self.name} must be a whole number in [{self.min}, {self.max}] (got {value!r:.60})")
+        if not float(self.min) <= number <= self._top:
+            return min(max(number, float(self.min)), self._top)  # an ulp past an end: the end
         return value
 
     def grid(self) -> np.ndarray:
         """The values precomputed for the static page (always includes the default)."""
         step = float(self.grid_step or self.step)
-        values = np.arange(float(self.min), float(self.max) + step / 2, step)
-        values = np.union1d(values, [float(self.default)])
-        return np.round(values, 10)
+        values = np.round(np.arange(float(self.min), float(self.max) + step / 2, step), 10)
+        return np.union1d(values, [round(float(self.default), 10)])
 
     def snap_expression(self) -> str:
         """Vega expression matching a data row to the slider's current value."""
@@ -225,8 +226,7 @@ class Exploration:
         if unknown:
             raise ValueError(f"exploration {self.name} has no parameter {', '.join(unknown)} "
                              f"(its parameters: {', '.join(params)})")
-        for name, value in values.items():
-            params[name].check(value)
+        values = {name: params[name].check(value) for name, value in values.items()}
         full = {**self.defaults(), **values}
         columns = dict(self.compute(**full))
         frame = pd.DataFrame({k: np.broadcast_to(v, np.broadcast(*columns.values()).shape)

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from . import _checks
+from . import _checks, workloads
 
 #: Every format the chapter compares, widest first.
 FORMATS = ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4", "fp4_e2m1", "nf4")
@@ -641,7 +641,7 @@ def fp8_training_speedup(gemm_speedup, gemm_fraction, transpose_overhead_fractio
     s = _checks.positive("gemm_speedup", gemm_speedup)
     f = _checks.in_range("gemm_fraction", gemm_fraction, 0.0, 1.0)
     t = _checks.non_negative("transpose_overhead_fraction", transpose_overhead_fraction)
-    return 1.0 / ((1.0 - f) + f / s + t)
+    return workloads.amdahl_speedup(s, f, t)
 
 
 @_checks.finite_result
@@ -656,8 +656,7 @@ def gemm_fraction_needed(end_to_end_speedup, gemm_speedup, transpose_overhead_fr
     if np.any(s <= 1):
         raise ValueError("gemm_speedup must be > 1 to solve for a GEMM fraction")
     t = _checks.non_negative("transpose_overhead_fraction", transpose_overhead_fraction)
-    return (1.0 - 1.0 / e + t) / (1.0 - 1.0 / s)
-
+    return workloads._share_for(e, s, t)
 
 
 @_checks.finite_result

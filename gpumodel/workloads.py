@@ -75,3 +75,39 @@ def model_flops_utilization(tokens_per_second, flops_per_token, peak_flops):
     tps = _checks.positive("tokens_per_second", tokens_per_second)
     fpt = _checks.positive("flops_per_token", flops_per_token)
     return tps * fpt / _checks.positive("peak_flops", peak_flops)
+
+
+@_checks.finite_result
+def amdahl_speedup(part_speedup, part_fraction, added_fraction=0.0):
+    """Speedup of a whole step when a part of it gets faster (Amdahl's law), with an optional tax.
+
+    In units of the old step time the new step takes ``(1 - part_fraction) + part_fraction /
+    part_speedup + added_fraction``; ``part_fraction`` (in [0, 1]) is the old step's share spent
+    in the part that speeds up, ``added_fraction`` any new work the change brings (casts,
+    transposes, pruning). Returns 1 / that time.
+    Explained in :doc:`/book/low_precision` (section "From a faster GEMM to a faster training step").
+    """
+    s = _checks.positive("part_speedup", part_speedup)
+    f = _checks.in_range("part_fraction", part_fraction, 0.0, 1.0)
+    t = _checks.non_negative("added_fraction", added_fraction)
+    return 1.0 / ((1.0 - f) + f / s + t)
+
+
+@_checks.finite_result
+def part_fraction_needed(step_speedup, part_speedup, added_fraction=0.0):
+    """The share of step time :func:`amdahl_speedup` needs in the fast part to reach ``step_speedup``.
+
+    Solves ``1 / E = 1 - f (1 - 1/s) + t`` for ``f``. A result above 1 means no share can reach
+    that speedup. Explained in :doc:`/book/low_precision` (section "From a faster GEMM to a faster training step").
+    """
+    e = _checks.positive("step_speedup", step_speedup)
+    s = _checks.positive("part_speedup", part_speedup)
+    if np.any(s <= 1):
+        raise ValueError("part_speedup must be > 1 to solve for a share of the step")
+    t = _checks.non_negative("added_fraction", added_fraction)
+    return _share_for(e, s, t)
+
+
+def _share_for(step, part, added):
+    """The share f solving 1 / step = 1 - f (1 - 1 / part) + added (inputs already checked)."""
+    return (1.0 - 1.0 / step + added) / (1.0 - 1.0 / part)

@@ -75,3 +75,11 @@ def test_frame_takes_one_prefix_as_a_string():
 def test_rounds_to_refuses_bad_input(value, printed):
     with pytest.raises(ValueError, match="value|printed"):
         audit.rounds_to(value, printed)
+
+
+def test_exact_rows_match_only_within_half_a_percent():
+    from gpumodel.audit import SeedRow
+    row = SeedRow("x.exact", "2", lambda: 1.5, "x", "src", exact=True)
+    assert row.evaluate()["status"] == "differs"
+    assert SeedRow("x.exact", "2", lambda: 2.005, "x", "src", exact=True).evaluate()["status"] == "match"
+    assert SeedRow("x.rounded", "2", lambda: 1.5, "x", "src").evaluate()["status"] == "match"

@@ -134,3 +134,12 @@ def test_every_static_grid_value_passes_its_check():
         for p in exploration.params:
             for value in p.grid():
                 assert p.check(value) is value  # grid_table calls table() with every one of them
+
+
+def test_a_value_an_ulp_past_the_end_is_clamped_to_the_end():
+    from gpumodel.explore import Slider
+    slider = Slider("s", "a slider", 0.5, 1.0, 0.05, 1.0)
+    past = float(np.arange(0.5, 1.025, 0.05)[-1])  # 1.0000000000000004: float steps
+    assert past > 1.0 and slider.check(past) == 1.0
+    with pytest.raises(ValueError, match="s must be in"):
+        slider.check(1.01)

@@ -38,7 +38,7 @@ import importlib
 import pkgutil
 
 import gpumodel
-from gpumodel import audit, cli, explore, hardware, measured, memory, precision, units, workloads
+from gpumodel import audit, cli, explore, hardware, measured, memory, precision, sparsity, units, workloads
 from gpumodel import tensor_cores
 from gpumodel.explorations import all_explorations
 
@@ -46,7 +46,8 @@ from gpumodel.explorations import all_explorations
 SLOW = 2.0
 #: The modules whose public functions are fuzzed (functions defined in the module itself).
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
-           "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads}
+           "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
+           "sparsity": sparsity}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
@@ -58,6 +59,11 @@ CONSTRUCTORS = {"explore.Slider": explore.Slider, "explore.Choice": explore.Choi
 
 X2 = [[1.0, 2.0], [3.0, 4.0]]
 W2 = [[0.5, -1.0], [1.5, 2.0]]
+A8 = [[0.5, -2.0, 0.25, 1.0, 3.0, -0.1, 0.0, 2.5], [1.0, 1.0, -1.0, 0.5, 0.2, 0.3, -4.0, 0.1]]
+A8_PRUNED = [[0.0, -2.0, 0.0, 1.0, 3.0, 0.0, 0.0, 2.5], [1.0, 1.0, 0.0, 0.0, 0.0, 0.3, -4.0, 0.0]]
+A8_VALUES = [[-2.0, 1.0, 3.0, 2.5], [1.0, 1.0, 0.3, -4.0]]
+A8_POSITIONS = [[[1, 3], [0, 3]], [[0, 1], [1, 2]]]
+B8 = [[1.0, 0.5], [-1.0, 2.0], [0.5, 0.5], [2.0, -1.0], [1.0, 1.0], [0.0, 3.0], [1.5, -0.5], [-2.0, 1.0]]
 G4 = [[1e-3, -2e-5, 3e-4, 0.0], [4.0, -0.5, 2e-2, 1e-6], [1e-8, 2e-8, -3e-8, 5e-9]]
 
 
@@ -207,6 +213,37 @@ REGISTRY: dict[str, dict | Entry] = {
                                          input_embedding=False),
     "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192, causal=True),
     "workloads.model_flops_utilization": dict(tokens_per_second=1e4, flops_per_token=6.1e10, peak_flops=989e12),
+    "workloads.amdahl_speedup": dict(part_speedup=1.3, part_fraction=0.4, added_fraction=0.01),
+    "workloads.part_fraction_needed": dict(step_speedup=1.06, part_speedup=1.25, added_fraction=0.0),
+    # --- sparsity -----------------------------------------------------------------------------
+    "sparsity.pattern": dict(pattern="2:4"),
+    "sparsity.pattern_for": dict(dtype="fp16"),
+    "sparsity.keep_mask": dict(a=A8, pattern="2:4"),
+    "sparsity.prune": dict(a=A8, pattern="4:8"),
+    "sparsity.follows_pattern": dict(a=A8, pattern="1:2"),
+    "sparsity.violation_share": dict(a=A8, pattern="2:4"),
+    "sparsity.compress": dict(a=A8_PRUNED, pattern="2:4"),
+    "sparsity.decompress": dict(values=A8_VALUES, positions=A8_POSITIONS, pattern="2:4"),
+    "sparsity.compressed_matmul": dict(values=A8_VALUES, positions=A8_POSITIONS, b=B8, pattern="2:4"),
+    "sparsity.compressed_fraction": dict(dtype="fp8"),
+    "sparsity.compressed_bytes": dict(rows=4096, cols=4096, dtype="fp16"),
+    "sparsity.storage_fraction": dict(density=0.5, value_bits=16, fmt="csr", index_bits=16),
+    "sparsity.break_even_density": dict(value_bits=16, fmt="bitmap", index_bits=16),
+    "sparsity.gemm_bytes": dict(m=4096, k=4096, n=64, dtype="fp16", sparse=True),
+    "sparsity.operand_bytes": dict(m=16, k=32, n=8, dtype="fp16", sparse=True),
+    "sparsity.sparse_gemm_terms": dict(m=3072, k=10240, n=3072, peak_flops=312e12, bandwidth=2.039e12,
+                                       dtype="fp16", sparse=True, kernel_efficiency=0.7, overhead_seconds=5e-6),
+    "sparsity.sparse_gemm_speedup": dict(m=3072, k=10240, n=3072, peak_flops=312e12, bandwidth=2.039e12,
+                                         dtype="fp16", kernel_efficiency=0.7, overhead_seconds=5e-6),
+    "sparsity.sparse_ridge_point": dict(peak_flops=312e12, bandwidth=2.039e12),
+    "sparsity.step_speedup": dict(gemm_speedup=1.4, sparse_fraction=0.3),
+    "sparsity.training_gemm_speedup": dict(forward_speedup=1.4, sparse_passes=2),
+    "sparsity.magnitude_mask": dict(a=A8, density=0.5),
+    "sparsity.pruning_loss": dict(a=A8, b=B8, method="2:4"),
+    "sparsity.random_matrix": dict(rows=8, cols=8, tail_df=3.0, seed=1),
+    "sparsity.teacher_dataset": dict(samples=300, seed=1),
+    "sparsity.train": dict(method="sparse momentum", density=0.5, epochs=1, prune_rate=0.5, finetune_2_4=1,
+                           learning_rate=0.05, batch=512, seed=0),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),

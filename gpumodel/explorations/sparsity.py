@@ -1,0 +1,402 @@
+"""Explorations, tables and figures of the chapter :doc:`/book/sparsity`."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import hardware, measured, sparsity, workloads
+from ..explore import Choice, Exploration, Slider
+from ..units import TFLOPS
+
+#: Launch overhead per kernel in the speed-up exploration (chapter 1's default), seconds.
+OVERHEAD_SECONDS = 5e-6
+#: Accelerators of the speed-up exploration.
+SPEEDUP_ACCELERATORS = ("A100 SXM4 80GB", "H100 SXM5", "RTX 4090")
+TOKENS = 2.0 ** np.arange(0, 17)
+
+
+# --- what the hardware does ---------------------------------------------------------------------
+
+def pattern_frame() -> pd.DataFrame:
+    """Per element type: bits, sparse pattern, metadata per group and the compressed size."""
+    rows = []
+    for dtype, bits in sparsity.ELEMENT_BITS.items():
+        pat = sparsity.pattern_for(dtype)
+        rows.append({"element": dtype, "bits": bits, "pattern": pat.name,
+                     "group (elements)": pat.span,
+                     "kept values": pat.kept * pat.unit,
+                     "metadata bits": pat.metadata_bits,
+                     "compressed / dense": f"{sparsity.compressed_fraction(dtype):.2%}"})
+    return pd.DataFrame(rows).set_index("element")
+
+
+def peak_frame(dtype: str = "fp16") -> pd.DataFrame:
+    """Dense and 2:4-sparse Tensor Core peaks of every accelerator with a ``dtype`` figure (bf16 for TPUs)."""
+    rows = []
+    for acc in hardware.accelerators():
+        kind = dtype if getattr(acc, hardware.TENSOR_COLUMNS[dtype]) is not None else "bf16"
+        if getattr(acc, hardware.TENSOR_COLUMNS[kind]) is None:
+            continue
+        dense = acc.peak_flops(kind) / TFLOPS
+        sparse = acc.peak_flops(kind, sparse=True) / TFLOPS if acc.sparse_2_4 else None
+        rows.append({"accelerator": acc.name, "architecture": acc.architecture.split(" (")[0],
+                     "type": kind, "dense TFLOPS": f"{dense:,.1f}",
+                     "2:4 sparse TFLOPS": f"{sparse:,.1f}" if sparse else "none"})
+    return pd.DataFrame(rows).set_index("accelerator")
+
+
+# --- storage ---------------------------------------------------------------------------------
+
+FORMAT_LABELS = {"dense": "dense", "structured": "2:4 compressed", "bitmap": "bitmap",
+                 "csr": "CSR"}
+
+
+def storage(value_bits, index_bits):
+    """Bytes over dense of each format against density (2:4 only up to its 50%)."""
+    density = np.linspace(0.0, 1.0, 41)
+    rows = {"density": [], "format": [], "fraction": []}
+    for fmt, label in FORMAT_LABELS.items():
+        d = density[density <= 0.5] if fmt == "structured" else density
+        rows["density"].extend(d)
+        rows["format"].extend([label] * d.size)
+        rows["fraction"].extend(np.broadcast_to(
+            sparsity.storage_fraction(d, value_bits, fmt, index_bits), d.shape))
+    return rows
+
+
+def storage_chart(base):
+    labels = list(FORMAT_LABELS.values())
+    return base.mark_line().encode(
+        x=alt.X("density:Q", title="share of non-zero elements", axis=alt.Axis(format="%")),
+        y=alt.Y("fraction:Q", title="bytes / dense bytes", scale=alt.Scale(domain=[0, 2.1])),
+        color=alt.Color("format:N", title="format", sort=labels,
+                        scale=alt.Scale(domain=labels,
+                                        range=["#888888", "#e45756", "#4c78a8", "#54a24b"])),
+        tooltip=[alt.Tooltip("density:Q", format=".0%"), "format:N",
+                 alt.Tooltip("fraction:Q", format=".3f")],
+    ).properties(width=420, height=260)
+
+
+STORAGE = Exploration(
+    name="sparse_storage",
+    compute=storage,
+    params=(Choice("value_bits", "value bits", (16, 8, 4), 16),
+            Choice("index_bits", "CSR index bits", (8, 16, 32), 16)),
+    chart=storage_chart,
+    description="Size of a sparse matrix in each format over its dense size, against density.",
+)
+
+
+# --- speed ---------------------------------------------------------------------------------------
+
+def speedup(accelerator, hidden, sparse_share, kernel_efficiency):
+    """Dense over 2:4 time of a hidden x hidden weight times a hidden x tokens B, and of a step, against tokens.
+
+    The weight is the sparse operand A; tokens are the columns of B.
+    """
+    acc = hardware.get(accelerator)
+    gemm = sparsity.sparse_gemm_speedup(hidden, hidden, TOKENS, acc.peak_flops("fp16"),
+                                        acc.bandwidth, "fp16", kernel_efficiency,
+                                        OVERHEAD_SECONDS)
+    step = sparsity.step_speedup(gemm, sparse_share)
+    return {"tokens": TOKENS, "one GEMM": gemm, "whole step": step}
+
+
+def speedup_chart(base):
+    lines = base.transform_fold(["one GEMM", "whole step"], as_=["what", "speedup"]).mark_line(
+        point=True).encode(
+        x=alt.X("tokens:Q", title="tokens (columns of B)", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("speedup:Q", title="dense time / sparse time", scale=alt.Scale(domain=[0.9, 2.1])),
+        color=alt.Color("what:N", title=None, scale=alt.Scale(domain=["one GEMM", "whole step"],
+                                                            range=["#4c78a8", "#e45756"])),
+        tooltip=["tokens:Q", "what:N", alt.Tooltip("speedup:Q", format=".3f")])
+    promise = alt.Chart(pd.DataFrame({"y": [2.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(y="y:Q")
+    return (lines + promise).properties(width=420, height=260)
+
+
+SPEEDUP = Exploration(
+    name="sparse_speedup",
+    compute=speedup,
+    params=(Choice("accelerator", "accelerator", SPEEDUP_ACCELERATORS, "H100 SXM5"),
+            Choice("hidden", "weight: hidden x hidden", (1024, 4096, 16384), 4096),
+            Slider("sparse_share", "share of the step in sparse GEMMs", 0, 1, 0.05, 0.4,
+                   grid_step=0.2),
+            Slider("kernel_efficiency", "sparse kernel efficiency", 0.5, 1, 0.05, 1.0,
+                   grid_step=0.1)),
+    chart=speedup_chart,
+    description="Speed-up of one FP16 GEMM with a 2:4 weight, and of a step whose sparse GEMMs "
+                "take a given share, against the number of tokens.",
+)
+
+
+# --- accuracy --------------------------------------------------------------------------------
+
+#: Weight distributions of the pruning exploration: 0 = normal, else Student's t degrees of freedom.
+TAILS = {"normal": 0.0, "t, 10 dof": 10.0, "t, 4 dof": 4.0, "t, 2 dof": 2.0}
+PRUNE_ROWS, PRUNE_COLS, PRUNE_OUTS = 128, 256, 64
+
+
+@lru_cache(maxsize=8)
+def pruning(distribution):
+    """Share of |A|, of A^2 and of ||AB|| lost by each 50% pruning method on one seeded matrix."""
+    a = sparsity.random_matrix(PRUNE_ROWS, PRUNE_COLS, TAILS[distribution], seed=3)
+    b = sparsity.random_matrix(PRUNE_COLS, PRUNE_OUTS, seed=4)
+    rows = {"method": [], "measure": [], "lost": []}
+    for method in sparsity.METHODS:
+        for measure, value in sparsity.pruning_loss(a, b, method).items():
+            rows["method"].append(method)
+            rows["measure"].append(measure)
+            rows["lost"].append(value)
+    return rows
+
+
+MEASURES = {"magnitude": "sum |a| removed", "energy": "sum a² removed",
+            "output": "error of A B"}
+
+
+def pruning_chart(base):
+    return base.mark_bar().encode(
+        y=alt.Y("method:N", title=None, sort=list(sparsity.METHODS)),
+        x=alt.X("lost:Q", title="share lost", axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 0.5])),
+        color=alt.Color("method:N", legend=None, sort=list(sparsity.METHODS)),
+        row=alt.Row("measure:N", title=None, sort=list(MEASURES),
+                    header=alt.Header(labelAngle=0, labelAlign="left")),
+        tooltip=["method:N", "measure:N", alt.Tooltip("lost:Q", format=".1%")],
+    ).properties(width=360, height=60)
+
+
+PRUNING = Exploration(
+    name="sparse_pruning",
+    compute=pruning,
+    params=(Choice("distribution", "weights", tuple(TAILS), "normal"),),
+    chart=pruning_chart,
+    description="What pruning a 128 x 256 matrix to 50% loses: 2:4, pair-wise 4:8 and "
+                "unstructured magnitude pruning.",
+)
+
+
+def pruning_frame() -> pd.DataFrame:
+    """:func:`pruning` for every distribution, as a wide table of percentages."""
+    frames = []
+    for name in TAILS:
+        frame = pd.DataFrame(pruning(name))
+        frame["weights"] = name
+        frames.append(frame)
+    wide = pd.concat(frames).pivot_table(index=["weights", "measure"], columns="method",
+                                         values="lost", sort=False)
+    return (100 * wide[list(sparsity.METHODS)]).round(1)
+
+
+# --- sparse training ---------------------------------------------------------------------------
+
+#: The chapter's training runs: (label, method, density, finetune_2_4 epochs).
+RUNS = (("dense", "dense", 1.0, 0), ("static 50%", "static", 0.5, 0),
+        ("sparse momentum 50%", "sparse momentum", 0.5, 0), ("2:4 from the start", "2:4", 0.5, 0),
+        ("sparse momentum, then 2:4", "sparse momentum", 0.5, 3))
+EPOCHS = 12
+#: Seeds of the training runs (data, initialisation and batches all change with the seed).
+SEEDS = (0, 1, 2)
+
+
+@lru_cache(maxsize=None)
+def training_runs(seed: int = 0) -> dict:
+    """Every run of :data:`RUNS` with one seed, by label (about 3 s on two cores)."""
+    return {label: sparsity.train(method, density, EPOCHS, finetune_2_4=extra, seed=seed)
+            for label, method, density, extra in RUNS}
+
+
+def training_frame() -> pd.DataFrame:
+    """Final test accuracy (mean and range over :data:`SEEDS`) and densities of each run (seed 0)."""
+    sizes = np.array([w.size for w in training_runs()["dense"]["weights"]])
+    rows = []
+    for label in training_runs():
+        acc = np.array([training_runs(seed)[label]["accuracy"][-1] for seed in SEEDS])
+        run = training_runs()[label]
+        overall = float((run["density"][-1] * sizes).sum() / sizes.sum())
+        rows.append({"run": label, "epochs": len(run["accuracy"]),
+                     "mean accuracy": f"{acc.mean():.3f}",
+                     "range": f"{acc.min():.3f}-{acc.max():.3f}",
+                     "density": f"{overall:.3f}",
+                     "layer densities": " / ".join(f"{d:.3f}" for d in run["density"][-1])})
+    return pd.DataFrame(rows).set_index("run")
+
+
+def accuracy_spread() -> float:
+    """The largest spread (max - min) of final test accuracy over :data:`SEEDS` among the runs."""
+    return float(max(np.ptp([training_runs(seed)[label]["accuracy"][-1] for seed in SEEDS])
+                     for label in training_runs()))
+
+
+def mean_accuracy(label: str) -> float:
+    """Final test accuracy of run ``label`` averaged over :data:`SEEDS`."""
+    return float(np.mean([training_runs(seed)[label]["accuracy"][-1] for seed in SEEDS]))
+
+
+def density_chart():
+    """Density of each layer per epoch under sparse momentum, with the overall density."""
+    run = training_runs()["sparse momentum 50%"]
+    names = ["layer 1 (64 x 64)", "layer 2 (64 x 64)", "layer 3 (10 x 64)"]
+    frame = pd.DataFrame(run["density"], columns=names)
+    frame["epoch"] = np.arange(1, len(frame) + 1)
+    long = frame.melt("epoch", var_name="layer", value_name="density")
+    return alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("epoch:Q", title="epoch"),
+        y=alt.Y("density:Q", title="share of weights kept", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("layer:N", title=None, sort=names),
+        tooltip=["epoch:Q", "layer:N", alt.Tooltip("density:Q", format=".3f")],
+    ).properties(width=420, height=220)
+
+
+def accuracy_chart():
+    """Test accuracy per epoch of every run."""
+    frames = []
+    for label, run in training_runs().items():
+        frames.append(pd.DataFrame({"epoch": np.arange(1, len(run["accuracy"]) + 1),
+                                    "accuracy": run["accuracy"], "run": label}))
+    labels = [r[0] for r in RUNS]
+    return alt.Chart(pd.concat(frames)).mark_line(point=True).encode(
+        x=alt.X("epoch:Q", title="epoch"),
+        y=alt.Y("accuracy:Q", title="test accuracy", scale=alt.Scale(zero=False)),
+        color=alt.Color("run:N", title=None, sort=labels),
+        tooltip=["run:N", "epoch:Q", alt.Tooltip("accuracy:Q", format=".3f")],
+    ).properties(width=420, height=240)
+
+
+# --- measured reality ---------------------------------------------------------------------------
+
+def _ratio(dense_id: str, sparse_id: str, higher_is_faster: bool = False) -> float:
+    dense, sparse = measured.measurement(dense_id), measured.measurement(sparse_id)
+    return sparse / dense if higher_is_faster else dense / sparse
+
+
+def a100_gemm_model(m, k, n, kernel_efficiency=1.0) -> float:
+    """The model's speed-up of one FP16 GEMM with a 2:4 weight on the A100 80GB."""
+    a100 = hardware.get("A100 SXM4 80GB")
+    return float(sparsity.sparse_gemm_speedup(m, k, n, a100.peak_flops("fp16"), a100.bandwidth,
+                                              "fp16", kernel_efficiency, OVERHEAD_SECONDS))
+
+
+#: SAM's ViT-L image encoder (Kirillov et al. 2023; segment_anything/build_sam.py): 24 blocks of
+#: width 1024 with a 4096-wide MLP, a 1024 x 1024 image cut into 16 x 16 patches = 64 x 64 tokens.
+SAM_VIT_L = {"layers": 24, "tokens_per_image": 64 * 64}
+#: The tokens of the DINOv2 ViT-L MLP microbenchmark (the m of its mkn).
+MICRO_TOKENS = 13008
+
+
+def vit_mlp_model() -> float:
+    """Model of a ViT-L MLP linear's forward + backward with a 2:4 weight: two of three GEMMs sparse.
+
+    Each GEMM of the (13008 x 1024) x (1024 x 4096) linear is compute-bound on the A100, so each
+    sparse one runs at the GEMM model's speed-up; the weight gradient stays dense.
+    """
+    return float(sparsity.training_gemm_speedup(a100_gemm_model(4096, 1024, MICRO_TOKENS), 2))
+
+
+def vit_step_share(batch: int = 8) -> float:
+    """Share of the SAM ViT-L step spent in MLP linears, from the microbenchmark's times.
+
+    The linears are compute-bound, so their time scales with tokens: the microbenchmark's
+    dense fc1 + fc2 time x (batch x 4096 / 13008) x 24 layers, over the measured dense step.
+    """
+    dense = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.dense") for x in ("fc1", "fc2"))
+    tokens = batch * SAM_VIT_L["tokens_per_image"]
+    mlp = dense * tokens / MICRO_TOKENS * SAM_VIT_L["layers"]
+    return float(mlp / measured.measurement("sparse.vitl_step.a100_80.dense"))
+
+
+def vit_step_model() -> float:
+    """Amdahl's law on the SAM ViT-L step: the MLP share at the microbenchmark's measured speed-up."""
+    dense = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.dense") for x in ("fc1", "fc2"))
+    sparse = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.sparse") for x in ("fc1", "fc2"))
+    return float(workloads.amdahl_speedup(dense / sparse, vit_step_share()))
+
+
+def decode_model() -> float:
+    """Decoding is memory-bound: the speed-up is at most the ratio of the bytes read per token."""
+    return (measured.measurement("sparse.llama3_8b.int4.size")
+            / measured.measurement("sparse.llama3_8b.int4_sparse.size"))
+
+
+def measured_frame() -> pd.DataFrame:
+    """Every published 2:4 speed-up of the chapter next to the model's."""
+    rows = [
+        ("FP16 GEMM 3072 x 10240 x 3072", "GEMM",
+         _ratio("sparse.linear_3072x10240x3072.a100_80.dense",
+                "sparse.linear_3072x10240x3072.a100_80.sparse"),
+         a100_gemm_model(3072, 10240, 3072)),
+        ("ViT-L MLP fc1, fwd + bwd", "layer",
+         _ratio("sparse.vitl_fc1.a100_80.dense", "sparse.vitl_fc1.a100_80.sparse"),
+         vit_mlp_model()),
+        ("ViT-L MLP fc2, fwd + bwd", "layer",
+         _ratio("sparse.vitl_fc2.a100_80.dense", "sparse.vitl_fc2.a100_80.sparse"),
+         vit_mlp_model()),
+        ("SAM ViT-L training step", "step",
+         _ratio("sparse.vitl_step.a100_80.dense", "sparse.vitl_step.a100_80.sparse"),
+         vit_step_model()),
+        ("Llama-3-8B decode, int4 (+2:4)", "step",
+         _ratio("sparse.llama3_8b.a100_80.int4", "sparse.llama3_8b.a100_80.int4_sparse", True),
+         decode_model()),
+    ]
+    frame = pd.DataFrame(rows, columns=["case", "scope", "measured", "model"])
+    frame["measured / model"] = frame["measured"] / frame["model"]
+    return frame.set_index("case").round(3)
+
+
+#: BERT-base (Devlin et al. 2019): 12 layers, width 768, feed-forward 3072; the tutorial pads
+#: every SQuAD sequence to 384 tokens.
+BERT_BASE = {"layers": 12, "d_model": 768, "d_ff": 3072, "seq_len": 384}
+
+
+def bert_linear_share(batch: int, mode: str = "eager") -> float:
+    """Share of the measured dense BERT-base time that its encoder linears would take at the A100's peak.
+
+    Per token and layer the linears (Q, K, V, output, two feed-forward) hold 4 d^2 + 2 d d_ff
+    weights, 2 FLOP each. A lower bound on their real share: they cannot run faster than peak.
+    """
+    b = BERT_BASE
+    tokens = batch * b["seq_len"]
+    flops = 2.0 * tokens * b["layers"] * (4 * b["d_model"] ** 2 + 2 * b["d_model"] * b["d_ff"])
+    seconds = flops / hardware.get("A100 SXM4 80GB").peak_flops("fp16")
+    return float(seconds / (1e-3 * measured.measurement(f"sparse.bert_base.a100_80.{mode}.bs{batch}.dense")))
+
+
+def bert_ffn_intensity(batch: int, sparse: bool = False) -> float:
+    """FLOP per byte of BERT-base's first feed-forward GEMM (d_ff x d_model weight) at ``batch``."""
+    b = BERT_BASE
+    tokens = batch * b["seq_len"]
+    flops = 2.0 * b["d_ff"] * b["d_model"] * tokens
+    return float(flops / sparsity.gemm_bytes(b["d_ff"], b["d_model"], tokens, sparse=sparse))
+
+
+def bert_frame() -> pd.DataFrame:
+    """BERT-base inference speed-ups with 2:4 encoder linears, by batch, eager and compiled."""
+    rows = []
+    for batch in (4, 16, 64, 256):
+        row = {"batch": batch}
+        for mode in ("eager", "compiled"):
+            ids = [f"sparse.bert_base.a100_80.{mode}.bs{batch}.{k}" for k in ("dense", "sparse")]
+            row[f"{mode} speed-up"] = round(_ratio(*ids), 3)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("batch")
+
+
+def measured_chart():
+    """Measured against modelled speed-up, one point per case, with the y = x line."""
+    frame = measured_frame().reset_index()
+    axis = alt.Scale(domain=[0.9, 2.1], zero=False)
+    line = alt.Chart(pd.DataFrame({"x": [0.9, 2.1], "y": [0.9, 2.1]})).mark_line(
+        strokeDash=[4, 3], color="#888").encode(x=alt.X("x:Q", scale=axis), y=alt.Y("y:Q", scale=axis))
+    points = alt.Chart(frame).mark_point(filled=True, size=80).encode(
+        x=alt.X("model:Q", title="model's speed-up", scale=axis),
+        y=alt.Y("measured:Q", title="measured speed-up", scale=axis),
+        color=alt.Color("scope:N", title=None),
+        tooltip=["case:N", alt.Tooltip("model:Q", format=".3f"),
+                 alt.Tooltip("measured:Q", format=".3f")])
+    return (line + points).properties(width=320, height=320)
+
+
+EXPLORATIONS = [SPEEDUP, STORAGE, PRUNING]
