@@ -209,3 +209,28 @@ def a100_v100_speedups(network: str | None = None) -> list[dict]:
                             "corrected": float(batch_corrected_speedup(new["value"], old["value"], new["batch"],
                                                                        old["batch"], POST_BATCH_GAIN, factor))})
     return out
+
+
+_COLLECTIVE_COLUMNS = ("id", "hardware", "gpus", "op", "algorithm", "size_bytes", "busbw_gbs", "source", "detail")
+
+
+@functools.lru_cache(maxsize=1)
+def _collective_rows() -> tuple[dict, ...]:
+    filename = "collectives.csv"
+    out = []
+    for line, row in _rows(_read(filename), filename, _COLLECTIVE_COLUMNS):
+        _require(row, filename, line, ("id", "hardware", "op", "source"))
+        for column in ("gpus", "size_bytes", "busbw_gbs"):
+            row[column] = _number(row[column], filename, line, column)
+        out.append(row)
+    return tuple(out)
+
+
+def collectives(prefix: str = "") -> list[dict]:
+    """Measured collective rows (``data/collectives.csv``) whose id starts with ``prefix``.
+
+    Each has the GPUs, the operation, its size in bytes and the bus bandwidth in GB/s as
+    NCCL's tests define it. Explained in :doc:`/book/parallelism` (section "Measured reality").
+    """
+    prefix = _checks.text("prefix", prefix)
+    return [dict(r) for r in _collective_rows() if r["id"].startswith(prefix)]

@@ -35,15 +35,25 @@ def transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab, input_embe
     """
     layers = _checks.positive_int("layers", layers)
     d = _checks.positive_int("d_model", d_model)
+    vocab = _checks.positive_int("vocab", vocab)
+    embedding = _checks.flag("input_embedding", input_embedding)
+    per_layer = layer_matmul_params(d, d_ff, heads, kv_heads) + 2 * d
+    return layers * per_layer + (2 if embedding else 1) * vocab * d + d
+
+
+@_checks.finite_result
+def layer_matmul_params(d_model, d_ff, heads, kv_heads):
+    """Weights in one layer's matmuls: 2 d^2 (query, output) + 2 d (d kv_heads / heads) (key, value) + 3 d d_ff (gated MLP).
+
+    Explained in :doc:`/book/parallelism` (section "Tensor parallelism").
+    """
+    d = _checks.positive_int("d_model", d_model)
     d_ff = _checks.positive_int("d_ff", d_ff)
     heads = _checks.positive_int("heads", heads)
     kv_heads = _checks.positive_int("kv_heads", kv_heads)
-    vocab = _checks.positive_int("vocab", vocab)
-    embedding = _checks.flag("input_embedding", input_embedding)
     if np.any(kv_heads > heads):
         raise ValueError("kv_heads must be <= heads")
-    per_layer = 2 * d * d + 2 * d * (d * kv_heads / heads) + 3 * d * d_ff + 2 * d
-    return layers * per_layer + (2 if embedding else 1) * vocab * d + d
+    return 2 * d * d + 2 * d * (d * kv_heads / heads) + 3 * d * d_ff
 
 
 @_checks.finite_result

@@ -79,7 +79,7 @@ def test_rounds_to_refuses_bad_input(value, printed):
 
 def test_exact_rows_match_only_within_half_a_percent():
     from gpumodel.audit import SeedRow
-    row = SeedRow("x.exact", "2", lambda: 1.5, "x", "src", exact=True)
+    row = SeedRow("x.exact", "2", lambda: 1.5, "x", "src", tolerance=0.005)
     assert row.evaluate()["status"] == "differs"
-    assert SeedRow("x.exact", "2", lambda: 2.005, "x", "src", exact=True).evaluate()["status"] == "match"
+    assert SeedRow("x.exact", "2", lambda: 2.005, "x", "src", tolerance=0.005).evaluate()["status"] == "match"
     assert SeedRow("x.rounded", "2", lambda: 1.5, "x", "src").evaluate()["status"] == "match"

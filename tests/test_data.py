@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumodel import hardware, measured
+from gpumodel import hardware, measured, parallelism
 
 ROOT = Path(__file__).resolve().parents[1]
 BIB = ROOT / "book" / "bib" / "hardware.bib"
@@ -113,6 +113,13 @@ def test_latency_and_measurement_sources_are_known_keys():
         assert keys <= known, (row, keys - known)
 
 
+def test_links_and_collectives_cite_known_keys():
+    known = bib_keys() | EXTERNAL_KEYS
+    for source in [l.source for l in parallelism.links()] + [r["source"] for r in measured.collectives()]:
+        keys = source_keys(source)
+        assert keys and keys <= known, (source, keys - known)
+
+
 def test_every_bib_entry_has_a_checkable_address():
     for key, entry in _bib_entries().items():
         assert re.search(r"^\s*(url|doi)\s*=\s*\{\S+\}", entry, flags=re.M), f"{key} has no url or doi"
@@ -130,6 +137,10 @@ def test_every_bib_entry_is_used_by_a_data_file():
         used |= source_keys(acc.source)
     for row in measured.latencies() + measured.measurements():
         used |= {k.strip() for k in row["source"].split(";")}
+    for row in parallelism.links():
+        used |= source_keys(row.source)
+    for row in measured.collectives():
+        used |= source_keys(row["source"])
     unused = set(_bib_entries()) - used
     assert not unused, f"hardware.bib entries cited by no data row: {sorted(unused)}"
 

@@ -38,7 +38,8 @@ import importlib
 import pkgutil
 
 import gpumodel
-from gpumodel import audit, cli, explore, hardware, measured, memory, precision, sparsity, units, workloads
+from gpumodel import (audit, cli, explore, hardware, measured, memory, parallelism, precision, sparsity, units,
+                      workloads)
 from gpumodel import tensor_cores
 from gpumodel.explorations import all_explorations
 
@@ -47,7 +48,7 @@ SLOW = 2.0
 #: The modules whose public functions are fuzzed (functions defined in the module itself).
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
            "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
-           "sparsity": sparsity}
+           "sparsity": sparsity, "parallelism": parallelism}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
@@ -213,6 +214,7 @@ REGISTRY: dict[str, dict | Entry] = {
                                          input_embedding=False),
     "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192, causal=True),
     "workloads.model_flops_utilization": dict(tokens_per_second=1e4, flops_per_token=6.1e10, peak_flops=989e12),
+    "workloads.layer_matmul_params": dict(d_model=4096, d_ff=14336, heads=32, kv_heads=8),
     "workloads.amdahl_speedup": dict(part_speedup=1.3, part_fraction=0.4, added_fraction=0.01),
     "workloads.part_fraction_needed": dict(step_speedup=1.06, part_speedup=1.25, added_fraction=0.0),
     # --- sparsity -----------------------------------------------------------------------------
@@ -244,6 +246,32 @@ REGISTRY: dict[str, dict | Entry] = {
     "sparsity.teacher_dataset": dict(samples=300, seed=1),
     "sparsity.train": dict(method="sparse momentum", density=0.5, epochs=1, prune_rate=0.5, finetune_2_4=1,
                            learning_rate=0.05, batch=512, seed=0),
+    # --- parallelism --------------------------------------------------------------------------
+    "parallelism.bus_factor": dict(ranks=8, op="all_gather"),
+    "parallelism.collective_seconds": dict(nbytes=1e9, ranks=8, bandwidth=450e9, latency=5e-6, op="all_reduce"),
+    "parallelism.bus_bandwidth": dict(nbytes=1e9, seconds=4e-3, ranks=8, op="all_reduce"),
+    "parallelism.modelled_bus_bandwidth": dict(nbytes=1e6, ranks=8, bandwidth=450e9, latency=5e-6,
+                                               op="reduce_scatter"),
+    "parallelism.half_bandwidth_size": dict(ranks=8, bandwidth=450e9, latency=5e-6, op="all_gather"),
+    "parallelism.hierarchical_all_reduce_seconds": dict(nbytes=2e9, gpus_per_node=8, nodes=4, node_bandwidth=450e9,
+                                                        network_bandwidth=50e9, node_latency=5e-6,
+                                                        network_latency=10e-6),
+    "parallelism.links": dict(),
+    "parallelism.link": dict(link="NVLink 4 (H100)"),
+    "parallelism.naive_gradient_seconds": dict(nbytes=4e6, gpus_per_node=3, nodes=2, network_bandwidth=5.4e9),
+    "parallelism.data_parallel_step": dict(compute_seconds=0.1, comm_seconds=0.08, overlap=0.8, backward_share=0.6),
+    "parallelism.min_tokens_per_gpu": dict(peak_flops=989e12, bandwidth=450e9, ranks=8, grad_bytes=2.0),
+    "parallelism.scaling_efficiency": dict(compute_seconds=0.1, comm_seconds=0.08, overlap=0.8, backward_share=0.6),
+    "parallelism.post_model_parallel_elements": dict(batch=128, d_in=1000, d_out=500, split="rows"),
+    "parallelism.post_model_parallel_break_even_batch": dict(d_in=1000, d_out=500, split="columns"),
+    "parallelism.tensor_parallel_bytes": dict(tokens=4096, d_model=4096, ranks=8, act_bytes=2.0),
+    "parallelism.data_parallel_bytes": dict(params=7e9, ranks=8, grad_bytes=2.0, sharded=True),
+    "parallelism.max_tensor_parallel": dict(block_params=1.76e8, d_model=4096, peak_flops=989e12, bandwidth=450e9,
+                                            all_reduces=1, act_bytes=2.0),
+    "parallelism.training_memory": dict(params=7e9, gpus=8, stage=3, param_bytes=2.0, grad_bytes=2.0,
+                                        optimizer_bytes=12.0),
+    "parallelism.pipeline_bubble": dict(stages=4, microbatches=8, interleave=2, layers=32),
+    "measured.collectives": dict(prefix="nccl."),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),

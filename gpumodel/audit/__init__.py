@@ -16,7 +16,7 @@ from typing import Callable
 
 from .. import _checks
 
-_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity")
+_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism")
 
 
 @dataclass(frozen=True)
@@ -29,15 +29,17 @@ class SeedRow:
     source: str
     note_if_differs: str = ""
     note: str = ""
-    #: The post's number is an exact factor ("2x"), not a rounded one: it matches only within 0.5%.
-    exact: bool = False
+    #: If set, the row matches when the model is within this relative distance of the post's
+    #: number instead of when it rounds to it: for an exact factor ("2x", where rounding to the
+    #: nearest integer would accept 1.5) or for a post that carried a rounded intermediate forward.
+    tolerance: float | None = None
 
     def evaluate(self) -> dict:
         """The row with ``model_value`` computed now and its ``status``."""
         value = float(self.model())
-        if self.exact:
+        if self.tolerance is not None:
             target = float(self.seed_value.replace(",", ""))
-            same = abs(value - target) <= 0.005 * abs(target)
+            same = abs(value - target) <= self.tolerance * abs(target)
         else:
             same = rounds_to(value, self.seed_value)
         status = "match" if same else "differs"

@@ -1,0 +1,226 @@
+"""Explorations, tables and figures of the chapter :doc:`/book/parallelism`."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import hardware, measured, memory, parallelism
+from ..explore import Choice, Exploration, Slider
+from ..units import GB, GiB
+
+#: Message sizes of the bus-bandwidth exploration, bytes (1 KB to 16 GB).
+MESSAGE_BYTES = 2.0 ** np.arange(10, 35)
+#: Links offered by the explorations.
+EXPLORE_LINKS = ("NVLink 4 (H100)", "NVLink 3 (A100)", "PCIe 4.0 x16", "InfiniBand NDR 4x")
+
+
+def link_frame() -> pd.DataFrame:
+    """The link table: name, kind, year and per-direction bandwidth in GB/s."""
+    rows = [{"link": l.name, "kind": l.kind, "year": l.year,
+             "GB/s per direction": f"{l.bandwidth / GB:,.2f}"} for l in parallelism.links()]
+    return pd.DataFrame(rows).set_index("link")
+
+
+# --- bus bandwidth against message size -------------------------------------------------------
+
+def bus_bandwidth(link, ranks, latency_us):
+    """Modelled all-reduce bus bandwidth (GB/s) against message size."""
+    bw = parallelism.link(link).bandwidth
+    busbw = parallelism.modelled_bus_bandwidth(MESSAGE_BYTES, ranks, bw, latency_us * 1e-6)
+    return {"bytes": MESSAGE_BYTES, "bus_gbs": busbw / GB, "link_gbs": np.full(MESSAGE_BYTES.size, bw / GB)}
+
+
+def _bytes_axis(title: str) -> alt.X:
+    """A log-2 x axis of byte counts labelled in KiB, MiB and GiB."""
+    expr = ("datum.value >= 1073741824 ? format(datum.value / 1073741824, 'd') + ' GiB' : "
+            "datum.value >= 1048576 ? format(datum.value / 1048576, 'd') + ' MiB' : "
+            "format(datum.value / 1024, 'd') + ' KiB'")
+    return alt.X("bytes:Q", title=title, scale=alt.Scale(type="log", base=2),
+                 axis=alt.Axis(values=[2.0**k for k in range(10, 35, 4)], labelExpr=expr))
+
+
+def bus_bandwidth_chart(base):
+    x = _bytes_axis("all-reduce size (log scale)")
+    y = alt.Y("bus_gbs:Q", title="bus bandwidth (GB/s)", scale=alt.Scale(domain=[0, 950]))
+    model = base.mark_line(point=True).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("bytes:Q", format="~s"), alt.Tooltip("bus_gbs:Q", format=".1f")])
+    limit = base.mark_rule(strokeDash=[4, 3], color="#555").encode(y="mean(link_gbs):Q")
+    return (model + limit).properties(width=440, height=260)
+
+
+BUS_BANDWIDTH = Exploration(
+    name="bus_bandwidth",
+    compute=bus_bandwidth,
+    params=(Choice("link", "link", EXPLORE_LINKS, "NVLink 4 (H100)"),
+            Choice("ranks", "GPUs", (2, 8, 64), 8),
+            Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=5,
+                   integer=True)),
+    chart=bus_bandwidth_chart,
+    description="The bus bandwidth a ring all-reduce reaches against its size: latency-bound for "
+                "small messages, the link's bandwidth (dashed) for large ones.",
+)
+
+
+# --- memory per GPU (ZeRO / FSDP) -----------------------------------------------------------------
+
+#: Accelerators whose usable memory the memory exploration draws as lines.
+MEMORY_LINES = ("RTX 4090", "A100 SXM4 40GB", "H100 SXM5", "B200")
+PARTS = ("parameters", "gradients", "optimizer")
+
+
+def zero_memory(params_b, gpus, stage):
+    """GiB per GPU of parameters, gradients, optimizer state and their total for a model of ``params_b`` billion."""
+    parts = parallelism.training_memory(params_b * 1e9, gpus, stage)
+    return {"part": list(PARTS) + ["total"], "gib": [float(parts[p]) / GiB for p in PARTS + ("total",)]}
+
+
+def _capacities() -> pd.DataFrame:
+    return pd.DataFrame({"gpu": list(MEMORY_LINES),
+                         "usable_gib": [hardware.get(n).usable_memory_bytes / GiB for n in MEMORY_LINES]})
+
+
+def zero_memory_chart(base):
+    order = list(PARTS) + ["total"]
+    x = alt.X("gib:Q", title="GiB per GPU (log scale)", scale=alt.Scale(type="log", domain=[0.1, 10000]))
+    bars = base.mark_bar().encode(
+        x=x, x2=alt.datum(0.1), y=alt.Y("part:N", title=None, sort=order),
+        color=alt.Color("part:N", legend=None, sort=order,
+                        scale=alt.Scale(domain=order, range=["#4c78a8", "#f58518", "#e45756", "#333333"])),
+        tooltip=["part:N", alt.Tooltip("gib:Q", format=",.1f")],
+    ).properties(width=440, height=140)
+    caps = alt.Chart(_capacities()).mark_rule(strokeDash=[4, 3], color="#555").encode(
+        x=alt.X("usable_gib:Q", scale=alt.Scale(type="log", domain=[0.1, 10000])),
+        tooltip=["gpu:N", alt.Tooltip("usable_gib:Q", format=".1f")])
+    labels = alt.Chart(_capacities()).mark_text(angle=270, align="left", dx=4, dy=-4, fontSize=10).encode(
+        x=alt.X("usable_gib:Q", scale=alt.Scale(type="log", domain=[0.1, 10000])), y=alt.value(0), text="gpu:N")
+    return bars + caps + labels
+
+
+ZERO_MEMORY = Exploration(
+    name="zero_memory",
+    compute=zero_memory,
+    params=(Slider("params_b", "parameters (billions)", 1, 401, 10, 71, grid_step=50, integer=True),
+            Choice("gpus", "GPUs", (1, 8, 64, 512), 8),
+            Choice("stage", "ZeRO stage", (0, 1, 2, 3), 0)),
+    chart=zero_memory_chart,
+    description="Memory per GPU for mixed-precision Adam training (activations not counted), with "
+                "the usable memory of four GPUs as dashed lines.",
+)
+
+
+# --- data-parallel scaling --------------------------------------------------------------------
+
+GPU_COUNTS = 2.0 ** np.arange(0, 13)
+#: The node of the scaling exploration: 8 H100 SXM5 on NVLink 4, one 400 Gb/s NDR port per GPU.
+NODE_GPUS = 8
+
+
+def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us):
+    """Data-parallel efficiency and speedup against GPU count on H100 nodes (hierarchical all-reduce)."""
+    h100 = hardware.get("H100 SXM5")
+    params = params_b * 1e9
+    compute = 6.0 * params * tokens_per_gpu / (h100.peak_flops("bf16") * mfu_pct / 100)
+    g = np.minimum(GPU_COUNTS, NODE_GPUS)
+    nodes = np.maximum(GPU_COUNTS / NODE_GPUS, 1)
+    comm = parallelism.hierarchical_all_reduce_seconds(
+        2.0 * params, g, nodes, parallelism.link("NVLink 4 (H100)").bandwidth,
+        parallelism.link("InfiniBand NDR 4x").bandwidth, latency_us * 1e-6, latency_us * 1e-6)
+    eff = parallelism.scaling_efficiency(compute, comm)
+    return {"gpus": GPU_COUNTS, "efficiency": eff, "speedup": eff * GPU_COUNTS,
+            "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
+
+
+def dp_scaling_chart(base):
+    x = alt.X("gpus:Q", title="GPUs (8 per node)", scale=alt.Scale(type="log", base=2))
+    eff = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("efficiency:Q", title="scaling efficiency", scale=alt.Scale(domain=[0, 1.05])),
+        tooltip=["gpus:Q", alt.Tooltip("efficiency:Q", format=".3f"), alt.Tooltip("speedup:Q", format=",.0f"),
+                 alt.Tooltip("comm_ms:Q", format=".2f"), alt.Tooltip("compute_ms:Q", format=".2f")])
+    return eff.properties(width=440, height=240)
+
+
+DP_SCALING = Exploration(
+    name="dp_scaling",
+    compute=dp_scaling,
+    params=(Slider("params_b", "parameters (billions)", 0.1, 10.1, 0.5, 1.1, grid_step=2.5),
+            Slider("tokens_per_gpu", "tokens per GPU per step", 512, 16384, 512, 1024, grid_step=4096,
+                   integer=True),
+            Slider("mfu_pct", "MFU", 10, 70, 5, 40, unit="%", grid_step=30, integer=True),
+            Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=29,
+                   integer=True)),
+    chart=dp_scaling_chart,
+    description="Data-parallel scaling efficiency on H100 nodes: BF16 gradients all-reduced over "
+                "NVLink inside a node and 400 Gb/s InfiniBand between nodes, hidden behind the "
+                "backward pass when they can be.",
+)
+
+
+# --- measured reality -------------------------------------------------------------------------
+
+def dle_scaling_frame() -> pd.DataFrame:
+    """Measured 8-GPU over 1-GPU throughput of the DeepLearningExamples rows, A100 and V100 16GB."""
+    nets = {"maskrcnn": "Mask R-CNN", "transformer": "Transformer", "seresnext101_pyt": "SE-ResNeXt101 (PyTorch)",
+            "seresnext101_tf": "SE-ResNeXt101 (TensorFlow)"}
+    rows = []
+    for key, label in nets.items():
+        row = {"network": label}
+        for gpu, name in (("a100", "8x A100"), ("v100_16", "8x V100")):
+            row[name] = (measured.measurement(f"dle.{key}.{gpu}.8gpu")
+                         / measured.measurement(f"dle.{key}.{gpu}.1gpu"))
+        row["A100 / V100 scaling"] = row["8x A100"] / row["8x V100"]
+        batches = [next(r["batch"] for r in measured.measurements(f"dle.{key}.{gpu}.8gpu"))
+                   for gpu in ("a100", "v100_16")]
+        row["batch per GPU (A100 / V100)"] = f"{batches[0]:g} / {batches[1]:g}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("network").round(3)
+
+
+#: NCCL's protocol overhead on NVLink: about 20% of the line rate (an NCCL maintainer,
+#: nccl-tests issue 212), so a ring reaches about 80% of the link as bus bandwidth.
+PROTOCOL_EFFICIENCY = 0.8
+
+
+def collective_frame(prefix: str = "nccl.a100x8.all_reduce.", link_name: str = "NVLink 3 (A100)") -> pd.DataFrame:
+    """A measured all-reduce sweep against the model at the link's nominal rate and at 80% of it.
+
+    The model's latency per ring step is the smallest message's measured time over its 2(n-1)
+    steps (that message is all latency), not a fit to the curve.
+    """
+    rows = sorted(measured.collectives(prefix), key=lambda r: r["size_bytes"])
+    size = np.array([r["size_bytes"] for r in rows])
+    busbw = np.array([r["busbw_gbs"] for r in rows]) * GB
+    n = int(rows[0]["gpus"])
+    smallest = size[0] / (busbw[0] / parallelism.bus_factor(n))
+    alpha = float(smallest / (2 * (n - 1)))
+    bw = parallelism.link(link_name).bandwidth
+    return pd.DataFrame({
+        "bytes": size, "measured": busbw / GB,
+        "model, nominal link": parallelism.modelled_bus_bandwidth(size, n, bw, alpha) / GB,
+        "model, 80% of link": parallelism.modelled_bus_bandwidth(size, n, PROTOCOL_EFFICIENCY * bw, alpha) / GB,
+        "latency_us": alpha * 1e6})
+
+
+def collective_chart(frame: pd.DataFrame):
+    """Measured bus bandwidth (points) and the two model curves against message size."""
+    long = frame.melt(["bytes", "latency_us"], var_name="series", value_name="gbs")
+    series = ["measured", "model, nominal link", "model, 80% of link"]
+    x = _bytes_axis("all-reduce size (log scale)")
+    y = alt.Y("gbs:Q", title="bus bandwidth (GB/s)")
+    color = alt.Color("series:N", title=None, sort=series, scale=alt.Scale(domain=series,
+                      range=["#000000", "#4c78a8", "#e45756"]))
+    tip = ["series:N", alt.Tooltip("bytes:Q", format="~s"), alt.Tooltip("gbs:Q", format=".1f")]
+    lines = alt.Chart(long[long.series != "measured"]).mark_line().encode(x=x, y=y, color=color, tooltip=tip)
+    points = alt.Chart(long[long.series == "measured"]).mark_point(filled=True).encode(
+        x=x, y=y, color=color, tooltip=tip)
+    return (lines + points).properties(width=440, height=260)
+
+
+def small_batch_intensity(batch, d=4096, accelerator="H100 SXM5", dtype="bf16") -> dict:
+    """A (batch x d) @ (d x d) GEMM's intensity against the accelerator's ridge point."""
+    acc = hardware.get(accelerator)
+    return {"intensity": float(memory.arithmetic_intensity(batch, d, d, dtype)),
+            "ridge": float(acc.ridge_point(dtype))}
+
+
+EXPLORATIONS = [BUS_BANDWIDTH, ZERO_MEMORY, DP_SCALING]

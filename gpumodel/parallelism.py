@@ -1,0 +1,376 @@
+"""Training on many GPUs: collectives, data, tensor, pipeline and sharded parallelism.
+
+The communication model is alpha-beta: a collective over ``ranks`` GPUs costs a latency
+``alpha`` per step plus its bytes over the link bandwidth. Sizes are bytes, bandwidths
+decimal bytes per second, times seconds; memory per GPU is in bytes (compare it with
+:attr:`gpumodel.hardware.Accelerator.usable_memory_bytes`).
+Explained in :doc:`/book/parallelism`.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from . import _checks
+from .units import GB
+
+#: Collectives, with the bus-bandwidth factor of NCCL's tests (bytes each GPU's link carries per
+#: byte of the operation) and the number of ring steps.
+COLLECTIVES = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n",
+               "broadcast": "1"}
+
+
+def _factor(op: str, n):
+    return {"all_reduce": 2.0 * (n - 1) / n, "reduce_scatter": (n - 1) / n,
+            "all_gather": (n - 1) / n, "broadcast": np.ones_like(n)}[op]
+
+
+def _steps(op: str, n):
+    return {"all_reduce": 2.0 * (n - 1), "reduce_scatter": n - 1.0, "all_gather": n - 1.0,
+            "broadcast": n - 1.0}[op]
+
+
+@_checks.finite_result
+def bus_factor(ranks, op: str = "all_reduce"):
+    """NCCL's bus-bandwidth factor of ``op`` over ``ranks`` GPUs: 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for broadcast.
+
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    op = _checks.choice("op", op, COLLECTIVES)
+    return _factor(op, _checks.positive_int("ranks", ranks))
+
+
+@_checks.finite_result
+def collective_seconds(nbytes, ranks, bandwidth, latency=0.0, op: str = "all_reduce"):
+    """Time of a ring collective over ``ranks`` GPUs on ``nbytes`` (the whole array), in seconds.
+
+    steps x ``latency`` + :func:`bus_factor` x nbytes / ``bandwidth``: an all-reduce is a
+    reduce-scatter and an all-gather, 2(n-1) steps each moving nbytes / n per GPU per direction.
+    One GPU communicates nothing. Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    op = _checks.choice("op", op, COLLECTIVES)
+    s = _checks.non_negative("nbytes", nbytes)
+    n = _checks.positive_int("ranks", ranks)
+    bw = _checks.positive("bandwidth", bandwidth)
+    alpha = _checks.non_negative("latency", latency)
+    return _ring(op, s, n, bw, alpha)
+
+
+def _ring(op, s, n, bw, alpha):
+    """:func:`collective_seconds` on checked arrays."""
+    return np.where(n > 1, _steps(op, n) * alpha + _factor(op, n) * s / bw, 0.0)
+
+
+@_checks.finite_result
+def bus_bandwidth(nbytes, seconds, ranks, op: str = "all_reduce"):
+    """NCCL's bus bandwidth of a measured collective: nbytes / seconds x :func:`bus_factor`, in bytes/s.
+
+    Comparable with the link's bandwidth whatever the number of GPUs.
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    s = _checks.positive("nbytes", nbytes)
+    t = _checks.positive("seconds", seconds)
+    return s / t * bus_factor(ranks, op)
+
+
+@_checks.finite_result
+def modelled_bus_bandwidth(nbytes, ranks, bandwidth, latency, op: str = "all_reduce"):
+    """The bus bandwidth :func:`collective_seconds` predicts for a message of ``nbytes``, in bytes/s.
+
+    Tends to ``bandwidth`` for large messages; small ones are latency-bound.
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    n = _checks.positive_int("ranks", ranks)
+    if np.any(n < 2):
+        raise ValueError("ranks must be >= 2 for a bus bandwidth (one GPU communicates nothing)")
+    return bus_bandwidth(nbytes, collective_seconds(nbytes, n, bandwidth, latency, op), n, op)
+
+
+@_checks.finite_result
+def half_bandwidth_size(ranks, bandwidth, latency, op: str = "all_reduce"):
+    """The message size, in bytes, at which a ring collective reaches half of the link's bandwidth.
+
+    Where its latency term equals its bandwidth term: steps x latency x bandwidth / :func:`bus_factor`
+    (Hockney's half-performance length). Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    op = _checks.choice("op", op, COLLECTIVES)
+    n = _checks.positive_int("ranks", ranks)
+    if np.any(n < 2):
+        raise ValueError("ranks must be >= 2 (one GPU communicates nothing)")
+    bw = _checks.positive("bandwidth", bandwidth)
+    alpha = _checks.non_negative("latency", latency)
+    return _steps(op, n) * alpha * bw / _factor(op, n)
+
+
+@_checks.finite_result
+def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth, network_bandwidth,
+                                    node_latency=0.0, network_latency=0.0):
+    """All-reduce over nodes x gpus_per_node GPUs in three phases, in seconds.
+
+    Reduce-scatter inside each node (``node_bandwidth``, e.g. NVLink), an all-reduce of each
+    GPU's 1/g share across the nodes over its own network link (``network_bandwidth`` per GPU),
+    and an all-gather inside the node. Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
+    """
+    g = _checks.positive_int("gpus_per_node", gpus_per_node)
+    nodes = _checks.positive_int("nodes", nodes)
+    s = _checks.non_negative("nbytes", nbytes)
+    node_bw = _checks.positive("node_bandwidth", node_bandwidth)
+    net_bw = _checks.positive("network_bandwidth", network_bandwidth)
+    node_alpha = _checks.non_negative("node_latency", node_latency)
+    net_alpha = _checks.non_negative("network_latency", network_latency)
+    inside = (_ring("reduce_scatter", s, g, node_bw, node_alpha)
+              + _ring("all_gather", s, g, node_bw, node_alpha))
+    return inside + _ring("all_reduce", s / g, nodes, net_bw, net_alpha)
+
+
+# --- links ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Link:
+    """An interconnect: its per-direction data rate in bytes/s and its source."""
+    name: str
+    kind: str
+    bandwidth: float
+    year: int
+    source: str
+
+
+@lru_cache(maxsize=1)
+def _links() -> dict:
+    text = resources.files("gpumodel.data").joinpath("links.csv").read_text()
+    out = {}
+    for line, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+        try:
+            out[row["name"]] = Link(row["name"], row["kind"], float(row["bandwidth_gbs"]) * GB,
+                                    int(row["year"]), row["source"])
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"links.csv line {line}: {error}") from None
+    return out
+
+
+def links() -> list:
+    """Every :class:`Link` of ``data/links.csv``, in file order.
+
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    return list(_links().values())
+
+
+def link(link: str) -> Link:
+    """The :class:`Link` called ``link`` (unknown names list the known ones and suggest the closest).
+
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    """
+    return _links()[_checks.choice("link", link, _links())]
+
+
+# --- data parallelism -------------------------------------------------------------------------
+
+@_checks.finite_result
+def naive_gradient_seconds(nbytes, gpus_per_node, nodes, network_bandwidth):
+    """The 2014 post's scheme: every GPU sends its whole gradient to every GPU in other nodes, one GPU per node at a time.
+
+    gpus_per_node x (nodes - 1) x gpus_per_node transfers of ``nbytes`` over one shared network
+    card; the transfers inside a node (PCIe) overlap with them. In seconds.
+    Explained in :doc:`/book/parallelism` (section "The 2014 posts as a worked case").
+    """
+    s = _checks.non_negative("nbytes", nbytes)
+    g = _checks.positive_int("gpus_per_node", gpus_per_node)
+    nodes = _checks.positive_int("nodes", nodes)
+    bw = _checks.positive("network_bandwidth", network_bandwidth)
+    return g * (nodes - 1) * g * s / bw
+
+
+@_checks.finite_result
+def data_parallel_step(compute_seconds, comm_seconds, overlap=1.0, backward_share=2.0 / 3.0):
+    """Step time when the gradient all-reduce can hide behind the backward pass, in seconds.
+
+    compute + max(0, comm - overlap x backward_share x compute): ``overlap`` in [0, 1] is how
+    much of the backward pass the communication can run under (buckets of gradients are sent as
+    soon as they are ready; the last bucket never overlaps, so real runs stay below 1).
+    Explained in :doc:`/book/parallelism` (section "Data parallelism").
+    """
+    c = _checks.non_negative("compute_seconds", compute_seconds)
+    m = _checks.non_negative("comm_seconds", comm_seconds)
+    f = _checks.in_range("overlap", overlap, 0.0, 1.0)
+    b = _checks.in_range("backward_share", backward_share, 0.0, 1.0)
+    return c + np.maximum(0.0, m - f * b * c)
+
+
+@_checks.finite_result
+def min_tokens_per_gpu(peak_flops, bandwidth, ranks, grad_bytes=2.0):
+    """Tokens per GPU at which a ring all-reduce of the gradients takes as long as the backward pass.
+
+    Backward: 4 FLOP per parameter per token at ``peak_flops``; all-reduce: 2(n-1)/n x
+    ``grad_bytes`` per parameter at ``bandwidth``. Equal at (n-1)/n x grad_bytes / 2 x
+    peak_flops / bandwidth tokens; with fewer, data parallelism is network-bound. 0 for one GPU.
+    Explained in :doc:`/book/parallelism` (section "Data parallelism").
+    """
+    c = _checks.positive("peak_flops", peak_flops)
+    w = _checks.positive("bandwidth", bandwidth)
+    n = _checks.positive_int("ranks", ranks)
+    b = _checks.positive("grad_bytes", grad_bytes)
+    return (n - 1) / n * b / 2.0 * c / w
+
+
+@_checks.finite_result
+def scaling_efficiency(compute_seconds, comm_seconds, overlap=1.0, backward_share=2.0 / 3.0):
+    """Compute time over :func:`data_parallel_step` time: 1 when communication hides completely.
+
+    Explained in :doc:`/book/parallelism` (section "Data parallelism").
+    """
+    c = _checks.positive("compute_seconds", compute_seconds)
+    return c / data_parallel_step(c, comm_seconds, overlap, backward_share)
+
+
+# --- tensor (model) parallelism ---------------------------------------------------------------
+
+SPLITS = ("rows", "columns")
+
+
+@_checks.finite_result
+def post_model_parallel_elements(batch, d_in, d_out, split: str = "rows"):
+    """Elements each of two GPUs sends per layer, forward and backward, in the 2014 post's scheme.
+
+    Y (batch x d_out) = X (batch x d_in) W (d_in x d_out), W split in two along its ``split``:
+    - "rows" (d_in halves): forward partial sums batch x d_out to add, backward the input
+      gradient's half batch x d_in / 2 to stack;
+    - "columns" (d_out halves): forward the output's half batch x d_out / 2 to stack, backward
+      partial input gradients batch x d_in to add.
+    Explained in :doc:`/book/parallelism` (section "The 2014 posts as a worked case").
+    """
+    b = _checks.positive_int("batch", batch)
+    d_in = _checks.positive_int("d_in", d_in)
+    d_out = _checks.positive_int("d_out", d_out)
+    split = _checks.choice("split", split, SPLITS)
+    if split == "rows":
+        return b * d_out + b * d_in / 2
+    return b * d_out / 2 + b * d_in
+
+
+@_checks.finite_result
+def post_model_parallel_break_even_batch(d_in, d_out, split: str = "rows"):
+    """The batch size at which :func:`post_model_parallel_elements` equals the d_in x d_out gradient of data parallelism.
+
+    Below it, splitting the weight sends fewer elements than sending its gradient.
+    Explained in :doc:`/book/parallelism` (section "The 2014 posts as a worked case").
+    """
+    d_in = _checks.positive_int("d_in", d_in)
+    d_out = _checks.positive_int("d_out", d_out)
+    split = _checks.choice("split", split, SPLITS)
+    per_row = d_out + d_in / 2 if split == "rows" else d_out / 2 + d_in
+    return d_in * d_out / per_row
+
+
+@_checks.finite_result
+def tensor_parallel_bytes(tokens, d_model, ranks, act_bytes=2.0):
+    """Bytes each GPU sends per transformer MLP block in Megatron-style tensor parallelism, forward and backward.
+
+    The first matmul's weight is split by columns, the second's by rows, so the block needs one
+    all-reduce of its tokens x d_model output in the forward pass and one of the input
+    gradient in the backward pass: 2 x 2(n-1)/n x tokens x d_model x act_bytes.
+    Explained in :doc:`/book/parallelism` (section "Tensor parallelism").
+    """
+    t = _checks.positive("tokens", tokens)
+    d = _checks.positive_int("d_model", d_model)
+    n = _checks.positive_int("ranks", ranks)
+    b = _checks.positive("act_bytes", act_bytes)
+    return 2.0 * _factor("all_reduce", n) * t * d * b
+
+
+@_checks.finite_result
+def data_parallel_bytes(params, ranks, grad_bytes=2.0, sharded: bool = False):
+    """Bytes each GPU sends per step for the gradients of ``params`` weights under data parallelism.
+
+    A ring all-reduce, 2(n-1)/n x params x grad_bytes; with ``sharded`` (ZeRO-3/FSDP) the
+    weights are also all-gathered for the forward and again for the backward pass and the
+    gradients reduce-scattered: 3(n-1)/n x params x grad_bytes.
+    Explained in :doc:`/book/parallelism` (section "Tensor parallelism").
+    """
+    p = _checks.positive("params", params)
+    n = _checks.positive_int("ranks", ranks)
+    b = _checks.positive("grad_bytes", grad_bytes)
+    sharded = _checks.flag("sharded", sharded)
+    return (3.0 if sharded else 2.0) * (n - 1) / n * p * b
+
+
+@_checks.finite_result
+def max_tensor_parallel(block_params, d_model, peak_flops, bandwidth, all_reduces=1, act_bytes=2.0):
+    """The tensor-parallel degree at which a block's all-reduces take as long as its matmuls.
+
+    Forward, per token, the block's matmuls do 2 FLOP per weight, split over n GPUs; each of its
+    ``all_reduces`` moves about 2 d x act_bytes per token over ``bandwidth`` (n large). Equal at
+    n = block_params x bandwidth / (all_reduces x 2 d x act_bytes x peak_flops / 2), whatever
+    the number of tokens. For a plain MLP (2 d d_ff weights, one all-reduce, 2-byte activations)
+    that is d_ff x bandwidth / peak_flops. Beyond it communication takes longer than the math;
+    below it, it still adds to the step unless it is overlapped with the matmuls.
+    Explained in :doc:`/book/parallelism` (section "Tensor parallelism").
+    """
+    p = _checks.positive("block_params", block_params)
+    d = _checks.positive_int("d_model", d_model)
+    c = _checks.positive("peak_flops", peak_flops)
+    w = _checks.positive("bandwidth", bandwidth)
+    k = _checks.positive_int("all_reduces", all_reduces)
+    b = _checks.positive("act_bytes", act_bytes)
+    return p * w / (k * d * b * c)
+
+
+# --- memory: ZeRO / FSDP --------------------------------------------------------------------------
+
+#: ZeRO stages: which of parameters, gradients and optimizer state are sharded.
+ZERO_STAGES = {0: (), 1: ("optimizer",), 2: ("optimizer", "gradients"),
+               3: ("optimizer", "gradients", "parameters")}
+
+
+@_checks.finite_result
+def training_memory(params, gpus, stage=0, param_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0) -> dict:
+    """Bytes per GPU of parameters, gradients and optimizer state under ZeRO ``stage`` (0-3).
+
+    Mixed-precision Adam by default: 2-byte weights and gradients, 12 bytes of optimizer state
+    per parameter (an FP32 master copy and two moments). Stage 1 shards the optimizer state
+    over ``gpus``, stage 2 also the gradients, stage 3 (FSDP) also the parameters. Activations
+    are not counted. Returns {"parameters", "gradients", "optimizer", "total"}.
+    Explained in :doc:`/book/parallelism` (section "Sharded data parallelism: ZeRO and FSDP").
+    """
+    p = _checks.positive("params", params)
+    n = _checks.positive_int("gpus", gpus)
+    stage = _checks.scalar("stage", stage)
+    if stage not in ZERO_STAGES:
+        raise ValueError(f"stage must be 0, 1, 2 or 3 (got {stage:g})")
+    sizes = {"parameters": p * _checks.non_negative("param_bytes", param_bytes),
+             "gradients": p * _checks.non_negative("grad_bytes", grad_bytes),
+             "optimizer": p * _checks.non_negative("optimizer_bytes", optimizer_bytes)}
+    out = {k: v / n if k in ZERO_STAGES[int(stage)] else v * np.ones_like(n) for k, v in sizes.items()}
+    out["total"] = out["parameters"] + out["gradients"] + out["optimizer"]
+    return out
+
+
+# --- pipeline parallelism -------------------------------------------------------------------
+
+@_checks.finite_result
+def pipeline_bubble(stages, microbatches, interleave=1, layers=None) -> dict:
+    """Idle time of a 1F1B pipeline with ``stages`` stages and ``microbatches`` micro-batches.
+
+    Returns {"of_compute": (p-1) / (v m), the idle time relative to the time spent computing,
+    "of_total": (p-1) / (v m + p - 1), its share of the whole step}, with v = ``interleave``
+    model chunks per stage. ``layers``, if given, must be at least stages x interleave.
+    Explained in :doc:`/book/parallelism` (section "Pipeline parallelism").
+    """
+    p = _checks.positive_int("stages", stages)
+    m = _checks.positive_int("microbatches", microbatches)
+    v = _checks.positive_int("interleave", interleave)
+    if layers is not None:
+        layer_count = _checks.positive_int("layers", layers)
+        if np.any(p * v > layer_count):
+            raise ValueError("stages x interleave must not exceed layers: a stage needs at least one layer "
+                             f"(got {_show_max(p * v)} chunks for {_show_max(layer_count)} layers)")
+    return {"of_compute": (p - 1) / (v * m), "of_total": (p - 1) / (v * m + p - 1)}
+
+
+def _show_max(arr) -> str:
+    return f"{float(np.max(arr)):g}"

@@ -1,0 +1,153 @@
+"""Tests of gpumodel.parallelism: worked numbers, properties, refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpumodel import audit, hardware, parallelism as par
+from gpumodel.units import GB, GiB
+
+
+def test_ring_all_reduce_worked_numbers():
+    t = par.collective_seconds(1e9, 8, 100e9)
+    assert t == pytest.approx(2 * 7 / 8 * 1e9 / 100e9)
+    assert par.collective_seconds(1e9, 8, 100e9, latency=5e-6) == pytest.approx(t + 14 * 5e-6)
+    assert par.collective_seconds(1e9, 8, 100e9, op="all_gather") == pytest.approx(7 / 8 * 0.01)
+    assert par.collective_seconds(1e9, 1, 100e9, latency=1e-3) == 0.0
+    assert par.bus_factor(8) == 1.75 and par.bus_factor(8, "broadcast") == 1.0
+
+
+def test_bus_bandwidth_recovers_the_link():
+    t = par.collective_seconds(8e9, 8, 450e9)
+    assert par.bus_bandwidth(8e9, t, 8) == pytest.approx(450e9)
+    half = par.half_bandwidth_size(8, 450e9, 5e-6)
+    assert par.modelled_bus_bandwidth(half, 8, 450e9, 5e-6) == pytest.approx(225e9)
+    small = par.modelled_bus_bandwidth(1e3, 8, 450e9, 10e-6)
+    assert small < 1e8
+
+
+def test_post_numbers():
+    bw = 40 * GiB / 8
+    assert 4e6 / bw * 1e3 == pytest.approx(0.745, abs=1e-3)
+    assert par.naive_gradient_seconds(4e6, 3, 2, bw) == pytest.approx(9 * 4e6 / bw)
+    assert par.naive_gradient_seconds(4e6, 3, 4, bw) == pytest.approx(27 * 4e6 / bw)
+    assert par.naive_gradient_seconds(4e6, 3, 1, bw) == 0
+    assert par.post_model_parallel_elements(128, 1000, 500, "rows") == 128000
+    assert par.post_model_parallel_elements(128, 1000, 500, "columns") == 160000
+    assert par.post_model_parallel_break_even_batch(1000, 500, "rows") == 500
+    assert par.post_model_parallel_break_even_batch(1000, 500, "columns") == 400
+    rows = {r["id"]: r for r in audit.reproduce()}
+    assert rows["data_parallel.two_nodes_serialized_ms"]["status"] == "differs"
+    assert rows["data_parallel.four_nodes_ms"]["status"] == "match"
+
+
+def test_min_tokens_rule():
+    assert par.min_tokens_per_gpu(989.4e12, 450e9, 8) == pytest.approx(7 / 8 * 989.4e12 / 450e9)
+    assert par.min_tokens_per_gpu(1e15, 1e11, 1) == 0
+
+
+def test_zero_memory():
+    dense = par.training_memory(7e9, 8, stage=0)
+    assert dense["total"] == pytest.approx(16 * 7e9)
+    z3 = par.training_memory(7e9, 8, stage=3)
+    assert z3["total"] == pytest.approx(16 * 7e9 / 8)
+    z1 = par.training_memory(7e9, 8, stage=1)
+    assert z1["total"] == pytest.approx(4 * 7e9 + 12 * 7e9 / 8)
+
+
+def test_pipeline_bubble():
+    b = par.pipeline_bubble(4, 8)
+    assert b["of_compute"] == pytest.approx(3 / 8) and b["of_total"] == pytest.approx(3 / 11)
+    assert par.pipeline_bubble(4, 8, interleave=2)["of_compute"] == pytest.approx(3 / 16)
+    assert par.pipeline_bubble(1, 1)["of_total"] == 0
+
+
+def test_tensor_parallel_bytes_and_crossover():
+    assert par.tensor_parallel_bytes(4096, 4096, 8) == pytest.approx(2 * 1.75 * 4096 * 4096 * 2)
+    assert par.data_parallel_bytes(1e6, 8) == pytest.approx(1.75 * 2e6)
+    assert par.data_parallel_bytes(1e6, 8, sharded=True) == pytest.approx(1.5 * par.data_parallel_bytes(1e6, 8))
+    d, f = 4096, 14336
+    assert par.max_tensor_parallel(2 * d * f, d, 989.4e12, 450e9) == pytest.approx(f * 450e9 / 989.4e12)
+    assert par.max_tensor_parallel(3 * d * f, d, 989.4e12, 450e9) == pytest.approx(1.5 * f * 450e9 / 989.4e12)
+
+
+def test_hierarchical_all_reduce():
+    flat_inside = par.collective_seconds(1e9, 8, 450e9)
+    t = par.hierarchical_all_reduce_seconds(1e9, 8, 1, 450e9, 50e9)
+    assert t == pytest.approx(flat_inside)
+    two = par.hierarchical_all_reduce_seconds(1e9, 8, 2, 450e9, 50e9)
+    assert two == pytest.approx(flat_inside + par.collective_seconds(1e9 / 8, 2, 50e9))
+
+
+def test_data_parallel_step():
+    assert par.data_parallel_step(1.0, 0.5) == 1.0
+    assert par.data_parallel_step(1.0, 1.0) == pytest.approx(1 + 1 / 3)
+    assert par.data_parallel_step(1.0, 0.5, overlap=0.0) == 1.5
+    assert par.scaling_efficiency(1.0, 1.0, overlap=0.0) == 0.5
+
+
+def test_links_have_sources():
+    names = [l.name for l in par.links()]
+    assert "PCIe 3.0 x16" in names and "NVLink 4 (H100)" in names
+    assert par.link("PCIe 3.0 x16").bandwidth == pytest.approx(15.75 * GB)
+    for l in par.links():
+        assert l.source.startswith("[") and l.bandwidth > 0
+
+
+# --- properties -----------------------------------------------------------------------------
+
+sizes = st.floats(1.0, 1e11)
+ranks = st.integers(1, 4096)
+bws = st.floats(1e8, 1e13)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes, ranks, bws, st.floats(1.01, 10), st.floats(0, 1e-4))
+def test_more_bandwidth_is_never_slower(s, n, bw, more, alpha):
+    assert par.collective_seconds(s, n, bw * more, alpha) <= par.collective_seconds(s, n, bw, alpha)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes, ranks, bws, st.floats(0, 1e-4))
+def test_ring_all_reduce_never_beats_the_bandwidth_bound(s, n, bw, alpha):
+    assert par.collective_seconds(s, n, bw, alpha) >= 2 * (n - 1) / n * s / bw * (1 - 1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e6, 1e12), st.integers(1, 2048), st.integers(0, 3))
+def test_zero_memory_never_grows_with_gpus(p, n, stage):
+    now = par.training_memory(p, n, stage)["total"]
+    later = par.training_memory(p, n + 1, stage)["total"]
+    assert later <= now
+    if stage == 3:
+        assert later < now
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 512), st.integers(1, 4))
+def test_bubble_is_a_share(p, m, v):
+    b = par.pipeline_bubble(p, m, v)
+    assert 0 <= b["of_total"] < 1 and b["of_total"] <= b["of_compute"]
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: par.collective_seconds(1e9, 0, 1e9), "ranks"),
+    (lambda: par.collective_seconds(1e9, 8, 0), "bandwidth"),
+    (lambda: par.collective_seconds(1e9, 8, -5e9), "bandwidth"),
+    (lambda: par.collective_seconds(1e9, 8, 1e9, op="allreduce2"), "op"),
+    (lambda: par.link("NVLink 9"), "link"),
+    (lambda: par.link("PCIe 3 x16"), "did you mean"),
+    (lambda: par.pipeline_bubble(8, 4, layers=4), "layers"),
+    (lambda: par.pipeline_bubble(0, 4), "stages"),
+    (lambda: par.training_memory(1e9, 8, stage=4), "stage"),
+    (lambda: par.training_memory(1e9, 0), "gpus"),
+    (lambda: par.modelled_bus_bandwidth(1e6, 1, 1e9, 1e-6), "ranks"),
+    (lambda: par.post_model_parallel_elements(128, 1000, 500, "diagonal"), "split"),
+])
+def test_bad_input_is_refused(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
