@@ -120,6 +120,20 @@ def test_links_and_collectives_cite_known_keys():
         assert keys and keys <= known, (source, keys - known)
 
 
+def test_brain_data_cites_known_keys():
+    import csv
+    from gpumodel import brain
+    known = set()
+    for bib in (ROOT / "book" / "bib").glob("*.bib"):
+        known |= set(re.findall(r"^@\w+\{([^,\s]+),", bib.read_text(), flags=re.M))
+    rows = [r["source"] for m in brain.METRICS for r in brain.records(m)]
+    path = ROOT / "gpumodel" / "data" / "brain_estimates.csv"
+    rows += [r["source"] for r in csv.DictReader(path.open())]
+    for source in rows:
+        keys = source_keys(source)
+        assert keys and keys <= known, (source, keys - known)
+
+
 def test_every_bib_entry_has_a_checkable_address():
     for key, entry in _bib_entries().items():
         assert re.search(r"^\s*(url|doi)\s*=\s*\{\S+\}", entry, flags=re.M), f"{key} has no url or doi"

@@ -38,8 +38,8 @@ import importlib
 import pkgutil
 
 import gpumodel
-from gpumodel import (audit, cli, explore, hardware, measured, memory, parallelism, precision, sparsity, units,
-                      workloads)
+from gpumodel import (audit, brain, cli, explore, hardware, measured, memory, parallelism, precision, sparsity,
+                      units, workloads)
 from gpumodel import tensor_cores
 from gpumodel.explorations import all_explorations
 
@@ -48,7 +48,8 @@ SLOW = 2.0
 #: The modules whose public functions are fuzzed (functions defined in the module itself).
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
            "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
-           "sparsity": sparsity, "parallelism": parallelism}
+           "sparsity": sparsity, "parallelism": parallelism,
+           "brain": brain}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
@@ -272,6 +273,17 @@ REGISTRY: dict[str, dict | Entry] = {
                                         optimizer_bytes=12.0),
     "parallelism.pipeline_bubble": dict(stages=4, microbatches=8, interleave=2, layers=32),
     "measured.collectives": dict(prefix="nccl."),
+    # --- brain --------------------------------------------------------------------------------
+    "brain.estimate_terms": dict(reading="self-consistent", firing_rate=100.0, time_steps=4.0),
+    "brain.estimate": dict(reading="reconstruction", purkinje_inputs=8e4),
+    "brain.sensitivity": dict(reading="self-consistent"),
+    "brain.synapse_count_flops": dict(synapses=1e13, firing_rate=200.0, flop_per_event=2.0),
+    "brain.doublings": dict(start=0.58e15, target=1.075e21, whole=False),
+    "brain.year_reached": dict(start=0.58e15, target=1.075e21, doubling_years=1.8, base_year=2015.0, whole=True),
+    "brain.projected_flops": dict(year=2030.0, start=1e15, doubling_years=2.0, base_year=2015.0),
+    "brain.fitted_doubling_years": dict(years=[2014.0, 2018.0, 2025.0], flops=[0.58e15, 2.9e15, 17.4e15]),
+    "brain.landauer_bit_erasures": dict(power_watts=20.0, temperature_kelvin=310.0),
+    "brain.records": dict(metric="hpl"),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),

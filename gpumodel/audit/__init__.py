@@ -16,7 +16,7 @@ from typing import Callable
 
 from .. import _checks
 
-_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism")
+_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism")
+CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain")
 
 
 def all_explorations() -> list:

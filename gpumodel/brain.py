@@ -1,0 +1,232 @@
+"""How many FLOP/s is a brain? The 2015 post's estimate, its sensitivity, and the projection.
+
+The post (Dettmers 2015, "The Brain vs Deep Learning Part I") models cerebellar neurons as small
+convolutional nets and counts FLOP per second. Its formula was an image and is lost; only its
+inputs and its result (1.075 x 10^21 FLOP/s) survive. :func:`estimate_terms` is a
+**reconstruction** from those inputs, under two readings (see :data:`READINGS`).
+Rates are in FLOP/s, times in years, powers in watts.
+Explained in :doc:`/book/brain`.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from . import _checks
+
+#: The post's inputs: cell counts, synaptic inputs and outputs per cell, dendritic filter sizes
+#: (branches x dendrites x time steps), the soma filter's time steps, the firing rate (Hz) and
+#: FLOP per multiply-add.
+POST = {"granule_cells": 50e9, "purkinje_cells": 100e6, "granule_inputs": 15.0,
+        "purkinje_inputs": 1e5, "granule_branches": 3.0, "granule_dendrites": 4.0,
+        "purkinje_branches": 10.0, "purkinje_dendrites": 1000.0, "time_steps": 5.0,
+        "granule_outputs": 100.0, "purkinje_outputs": 1000.0, "firing_rate": 200.0,
+        "flop_per_mac": 2.0}
+
+#: The two readings of the lost formula.
+#: "reconstruction": every input synapse of both cell types (granule and Purkinje) passes
+#: through the Purkinje dendritic filter (branches x dendrites x time steps) at every time step:
+#: it lands exactly on 1.075 x 10^21 with the post's inputs.
+#: "self-consistent": each cell type uses its own filter, and the dense input, soma filter and
+#: output synapses are counted too; about 1.0 x 10^21.
+READINGS = ("reconstruction", "self-consistent")
+
+
+@_checks.finite_result
+def estimate_terms(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_cells=100e6, granule_inputs=15.0,
+                   purkinje_inputs=1e5, granule_branches=3.0, granule_dendrites=4.0,
+                   purkinje_branches=10.0, purkinje_dendrites=1000.0, time_steps=5.0,
+                   granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0) -> dict:
+    """FLOP/s of each term of the brain estimate under ``reading``, from the post's inputs (:data:`POST`), any of which can be overridden.
+
+    A term is cells x multiply-adds per cell per time step x time steps x firing rate x FLOP
+    per multiply-add: the time steps are the filter's temporal depth, evaluated once per action
+    potential. "reconstruction" returns {"granule dendrites", "purkinje dendrites"}, both with
+    the Purkinje filter; "self-consistent" adds the dense input, soma and output stages of both
+    cell types, each with its own filter.
+    Explained in :doc:`/book/brain` (section "The post's estimate, reconstructed").
+    """
+    reading = _checks.choice("reading", reading, READINGS)
+    given = locals()
+    v = {name: _checks.positive(name, given[name]) for name in POST}
+    per_event = v["time_steps"] * v["firing_rate"] * v["flop_per_mac"]
+    purkinje_filter = v["purkinje_branches"] * v["purkinje_dendrites"] * v["time_steps"]
+    granule_filter = v["granule_branches"] * v["granule_dendrites"] * v["time_steps"]
+    if reading == "reconstruction":
+        return {"granule dendrites": v["granule_cells"] * v["granule_inputs"] * purkinje_filter * per_event,
+                "purkinje dendrites": v["purkinje_cells"] * v["purkinje_inputs"] * purkinje_filter * per_event}
+    out = {}
+    for cell, filt in (("granule", granule_filter), ("purkinje", purkinje_filter)):
+        n = v[f"{cell}_cells"]
+        out[f"{cell} dense input"] = n * v[f"{cell}_inputs"] * per_event
+        out[f"{cell} dendrites"] = n * v[f"{cell}_inputs"] * filt * per_event
+        out[f"{cell} soma"] = n * v[f"{cell}_dendrites"] * v["time_steps"] * per_event
+        out[f"{cell} outputs"] = n * v[f"{cell}_outputs"] * per_event
+    return out
+
+
+@_checks.finite_result
+def estimate(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_cells=100e6, granule_inputs=15.0,
+             purkinje_inputs=1e5, granule_branches=3.0, granule_dendrites=4.0,
+             purkinje_branches=10.0, purkinje_dendrites=1000.0, time_steps=5.0,
+             granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0):
+    """The brain estimate in FLOP/s: the sum of :func:`estimate_terms` (same inputs). The post's inputs give 1.075e21 ("reconstruction").
+
+    Explained in :doc:`/book/brain` (section "The post's estimate, reconstructed").
+    """
+    given = {name: value for name, value in locals().items() if name in POST}
+    return sum(estimate_terms(reading, **given).values())
+
+
+#: The ranges the sensitivity analysis moves each input over, (low, high), with where they come
+#: from: the post's text unless marked "the book's choice".
+RANGES = {
+    "firing_rate": ((50.0, 1000.0), "the post: neurons fire 50 to 1000 times per second"),
+    "purkinje_inputs": ((75e3, 1.5e5), "the post: 100,000 'might be a slight overestimate (but 75000 would be too "
+                                        "conservative)'; the book's choice of 150,000 for 'more than 100000'"),
+    "time_steps": ((2.4, 6.0), "the post: conscious recognition takes 80 to 200 ms, 2.4 to 6 steps at 30 per second"),
+    "purkinje_dendrites": ((500.0, 2000.0), "the book's choice around the post's 'about 1000 dendrites'"),
+    "purkinje_branches": ((3.0, 20.0), "the book's choice around the post's 'about 10'"),
+    "flop_per_mac": ((1.0, 2.0), "counting a multiply-add as one operation or as two FLOP"),
+}
+
+
+@_checks.finite_result
+def sensitivity(reading: str = "reconstruction") -> dict:
+    """The estimate with each input of :data:`RANGES` at its low and its high end, the others at the post's values.
+
+    Returns {"input": names, "low": FLOP/s, "high": FLOP/s, "base": FLOP/s}, for a tornado chart.
+    The time steps enter twice (filter depth and steps per event), so they move the estimate
+    by their square. Explained in :doc:`/book/brain` (section "How sensitive is it?").
+    """
+    reading = _checks.choice("reading", reading, READINGS)
+    names = list(RANGES)
+    low = [float(estimate(reading, **{n: RANGES[n][0][0]})) for n in names]
+    high = [float(estimate(reading, **{n: RANGES[n][0][1]})) for n in names]
+    return {"input": names, "low": np.array(low), "high": np.array(high),
+            "base": np.full(len(names), float(estimate(reading)))}
+
+
+@_checks.finite_result
+def synapse_count_flops(synapses, firing_rate=200.0, flop_per_event=2.0):
+    """The simplest count: every synapse does one multiply-add per action potential, synapses x rate x FLOP per event, in FLOP/s.
+
+    Explained in :doc:`/book/brain` (section "Today's framing: what a brain's FLOP/s can mean").
+    """
+    n = _checks.positive("synapses", synapses)
+    r = _checks.positive("firing_rate", firing_rate)
+    f = _checks.positive("flop_per_event", flop_per_event)
+    return n * r * f
+
+
+# --- the projection ----------------------------------------------------------------------------
+
+@_checks.finite_result
+def doublings(start, target, whole: bool = True):
+    """Doublings from ``start`` to ``target`` FLOP/s: log2(target / start), rounded up to whole periods if ``whole``; 0 if already reached.
+
+    Explained in :doc:`/book/brain` (section "When would a computer get there?").
+    """
+    s = _checks.positive("start", start)
+    t = _checks.positive("target", target)
+    whole = _checks.flag("whole", whole)
+    n = np.maximum(np.log2(t / s), 0.0)
+    return np.ceil(n - 1e-12) if whole else n
+
+
+@_checks.finite_result
+def year_reached(start, target, doubling_years, base_year=2015.0, whole: bool = True):
+    """The year a machine of ``start`` FLOP/s in ``base_year`` grows to ``target`` at one doubling every ``doubling_years``.
+
+    base_year + :func:`doublings` x doubling_years. Explained in :doc:`/book/brain` (section "When would a computer get there?").
+    """
+    period = _checks.positive("doubling_years", doubling_years)
+    base = _checks.in_range("base_year", base_year, 1900, 3000)
+    return base + doublings(start, target, whole) * period
+
+
+@_checks.finite_result
+def projected_flops(year, start, doubling_years, base_year=2015.0):
+    """FLOP/s in ``year`` of a machine of ``start`` FLOP/s in ``base_year`` doubling every ``doubling_years``.
+
+    Explained in :doc:`/book/brain` (section "When would a computer get there?").
+    """
+    y = _checks.in_range("year", year, 1900, 3000)
+    s = _checks.positive("start", start)
+    period = _checks.positive("doubling_years", doubling_years)
+    base = _checks.in_range("base_year", base_year, 1900, 3000)
+    return s * 2.0 ** ((y - base) / period)
+
+
+@_checks.finite_result
+def fitted_doubling_years(years, flops):
+    """The doubling period of a least-squares line through log2(flops) against years, in years.
+
+    Explained in :doc:`/book/brain` (section "Ten years of evidence").
+    """
+    y = _checks.as_array("years", years)
+    f = _checks.positive("flops", flops)
+    if y.ndim != 1 or y.shape != f.shape or y.size < 2 or np.ptp(y) == 0:
+        raise ValueError("years and flops must be 1-D arrays of the same length, with at least two different years")
+    slope = np.polyfit(y, np.log2(f), 1)[0]
+    if slope <= 0:
+        raise ValueError("flops must grow over the years to have a doubling period")
+    return float(1.0 / slope)
+
+
+#: Boltzmann's constant, J/K (exact, SI 2019).
+BOLTZMANN = 1.380649e-23
+
+
+@_checks.finite_result
+def landauer_bit_erasures(power_watts, temperature_kelvin=310.0):
+    """The most irreversible bit operations per second that ``power_watts`` can pay for at ``temperature_kelvin``: P / (k T ln 2).
+
+    Explained in :doc:`/book/brain` (section "Today's framing: what a brain's FLOP/s can mean").
+    """
+    p = _checks.positive("power_watts", power_watts)
+    t = _checks.positive("temperature_kelvin", temperature_kelvin)
+    return p / (BOLTZMANN * t * math.log(2.0))
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+_RECORD_COLUMNS = ("list", "metric", "system", "pflops", "source", "detail")
+METRICS = ("hpl", "hpcg")
+
+
+@lru_cache(maxsize=1)
+def _records() -> tuple:
+    text = resources.files("gpumodel.data").joinpath("top500.csv").read_text()
+    reader = csv.DictReader(io.StringIO(text))
+    missing = set(_RECORD_COLUMNS) - set(reader.fieldnames or ())
+    if missing:
+        raise ValueError(f"top500.csv lacks columns: {', '.join(sorted(missing))}")
+    out = []
+    for line, row in enumerate(reader, start=2):
+        try:
+            year, month = (int(x) for x in row["list"].split("-"))
+            pflops = float(row["pflops"])
+        except ValueError:
+            raise ValueError(f"top500.csv line {line}: list must be YYYY-MM and pflops a number") from None
+        if row["metric"] not in METRICS or not pflops > 0 or month not in (6, 11) or not row["source"].strip():
+            raise ValueError(f"top500.csv line {line}: metric must be hpl or hpcg, pflops > 0, the list June "
+                             "or November, and a source given")
+        out.append({"list": row["list"], "year": year + (month - 0.5) / 12, "metric": row["metric"],
+                    "system": row["system"], "flops": pflops * 1e15, "source": row["source"],
+                    "detail": row["detail"]})
+    return tuple(out)
+
+
+def records(metric: str = "hpcg") -> list:
+    """The number-one system of each TOP500 list on ``metric`` ("hpl" or "hpcg"): list, year (mid-month), system, FLOP/s, source.
+
+    Explained in :doc:`/book/brain` (section "Ten years of evidence").
+    """
+    metric = _checks.choice("metric", metric, METRICS)
+    return [dict(r) for r in _records() if r["metric"] == metric]

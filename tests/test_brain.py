@@ -1,0 +1,91 @@
+"""Tests of gpumodel.brain: every term of the estimate, the projection's edges, the data."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpumodel import brain
+
+
+def test_reconstruction_terms():
+    terms = brain.estimate_terms()
+    assert terms["granule dendrites"] == pytest.approx(50e9 * 15 * (10 * 1000 * 5) * 5 * 200 * 2)
+    assert terms["purkinje dendrites"] == pytest.approx(1e8 * 1e5 * (10 * 1000 * 5) * 5 * 200 * 2)
+    assert brain.estimate() == pytest.approx(1.075e21)
+
+
+def test_self_consistent_terms():
+    t = brain.estimate_terms("self-consistent")
+    per_event = 5 * 200 * 2
+    assert t["granule dendrites"] == pytest.approx(50e9 * 15 * (3 * 4 * 5) * per_event)
+    assert t["purkinje dendrites"] == pytest.approx(1e8 * 1e5 * (10 * 1000 * 5) * per_event)
+    assert t["granule dense input"] == pytest.approx(50e9 * 15 * per_event)
+    assert t["purkinje soma"] == pytest.approx(1e8 * 1000 * 5 * per_event)
+    assert t["granule outputs"] == pytest.approx(50e9 * 100 * per_event)
+    assert brain.estimate("self-consistent") == pytest.approx(1.0001247e21)
+    assert t["purkinje dendrites"] / sum(t.values()) > 0.9998
+
+
+def test_overrides_and_sensitivity():
+    assert brain.estimate(firing_rate=1000) == pytest.approx(5 * 1.075e21)
+    assert brain.estimate(time_steps=1) == pytest.approx(1.075e21 / 25)
+    s = brain.sensitivity()
+    assert list(s["input"]) == list(brain.RANGES)
+    assert (s["low"] <= s["base"]).all() and (s["high"] >= s["base"]).all()
+
+
+def test_projection_edges():
+    assert brain.doublings(0.58e15, 1.075e21) == 21
+    assert brain.doublings(2e21, 1.075e21) == 0
+    assert brain.doublings(1.075e21, 1.075e21) == 0
+    assert brain.year_reached(0.58e15, 1.075e21, 3.0) == 2078
+    assert brain.year_reached(0.58e15, 1.075e21, 1.8) == pytest.approx(2052.8)
+    assert brain.year_reached(2e21, 1.075e21, 2.0, 2025) == 2025
+    assert brain.projected_flops(2025, 1e15, 2.0, 2015) == pytest.approx(32e15)
+
+
+def test_fitted_doubling():
+    years = np.arange(2000, 2011)
+    assert brain.fitted_doubling_years(years, 2.0 ** ((years - 2000) / 2.0)) == pytest.approx(2.0)
+
+
+def test_synapse_count():
+    assert brain.synapse_count_flops(1e13) == 4e15
+
+
+def test_landauer():
+    assert brain.landauer_bit_erasures(20.0) == pytest.approx(20 / (1.380649e-23 * 310 * np.log(2)))
+
+
+def test_records_load_with_a_source_per_row():
+    for metric in brain.METRICS:
+        rows = brain.records(metric)
+        assert rows and all(r["source"].startswith("[") and r["flops"] > 0 for r in rows)
+    first = brain.records("hpcg")[0]
+    assert first["list"] == "2014-06" and first["flops"] == pytest.approx(0.58e15, rel=0.01)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.floats(1e10, 1e22), st.floats(1e10, 1e22), st.floats(0.1, 10))
+def test_projection_properties(start, target, period):
+    n = brain.doublings(start, target)
+    assert n >= 0 and n == np.ceil(n)
+    assert brain.projected_flops(2015 + float(brain.doublings(start, target, whole=False)) * period,
+                                 start, period) == pytest.approx(max(target, start), rel=1e-9)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: brain.year_reached(1e15, 1e21, 0), "doubling_years"),
+    (lambda: brain.year_reached(1e15, 1e21, -1.0), "doubling_years"),
+    (lambda: brain.doublings(0, 1e21), "start"),
+    (lambda: brain.estimate(firing_rate=0), "firing_rate"),
+    (lambda: brain.estimate(purkinje_cells=-1.0), "purkinje_cells"),
+    (lambda: brain.estimate("detailed"), "reading"),
+    (lambda: brain.fitted_doubling_years([2000, 2001], [2.0, 1.0]), "grow"),
+    (lambda: brain.records("linpack"), "metric"),
+])
+def test_bad_input_is_refused(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
