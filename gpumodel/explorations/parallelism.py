@@ -62,6 +62,45 @@ BUS_BANDWIDTH = Exploration(
 )
 
 
+# --- tensor against data parallelism -----------------------------------------------------------
+
+def tp_vs_dp(log2_tokens, d_model, gpus):
+    """Per GPU, for one MLP block (d_ff = 4 d) on H100s over NVLink 4: compute time, and each strategy's all-reduce time."""
+    h100 = hardware.get("H100 SXM5")
+    bw = parallelism.link("NVLink 4 (H100)").bandwidth
+    tokens, d = 2.0**log2_tokens, float(d_model)
+    weights = 2 * d * 4 * d
+    compute = 6.0 * tokens * weights / gpus / h100.peak_flops("bf16")
+    tp = parallelism.tensor_parallel_bytes(tokens, d, gpus) / bw
+    dp = parallelism.data_parallel_bytes(weights, gpus) / bw
+    what = ["compute (either way)", "tensor parallel: all-reduces, on the critical path",
+            "data parallel: gradient all-reduce, can overlap the backward pass"]
+    return {"what": what, "ms": 1e3 * np.array([compute, tp, dp])}
+
+
+def tp_vs_dp_chart(base):
+    return base.mark_bar().encode(
+        x=alt.X("ms:Q", title="ms per step, one MLP block (log scale)",
+                scale=alt.Scale(type="log", domain=[0.001, 100])),
+        x2=alt.datum(0.001),
+        y=alt.Y("what:N", title=None, sort=None),
+        color=alt.Color("what:N", legend=None, sort=None),
+        tooltip=["what:N", alt.Tooltip("ms:Q", format=".3f")],
+    ).properties(width=360, height=120)
+
+
+TP_VS_DP = Exploration(
+    name="tp_vs_dp",
+    compute=tp_vs_dp,
+    params=(Slider("log2_tokens", "log2(tokens per step)", 10, 18, 1, 13, integer=True),
+            Choice("d_model", "d_model", (1024, 4096, 8192), 4096),
+            Choice("gpus", "GPUs", (2, 8), 8)),
+    chart=tp_vs_dp_chart,
+    description="Splitting one MLP block over GPUs by tensor or by data parallelism: the compute per GPU is "
+                "the same, the communication is not.",
+)
+
+
 # --- memory per GPU (ZeRO / FSDP) -----------------------------------------------------------------
 
 #: Accelerators whose usable memory the memory exploration draws as lines.
@@ -223,4 +262,4 @@ def small_batch_intensity(batch, d=4096, accelerator="H100 SXM5", dtype="bf16") 
             "ridge": float(acc.ridge_point(dtype))}
 
 
-EXPLORATIONS = [BUS_BANDWIDTH, ZERO_MEMORY, DP_SCALING]
+EXPLORATIONS = [BUS_BANDWIDTH, TP_VS_DP, ZERO_MEMORY, DP_SCALING]
