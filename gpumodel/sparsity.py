@@ -581,7 +581,7 @@ def _sparse_momentum_update(weights, masks, momenta, prune_rate):
 
 @_checks.finite_result
 def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.5,
-          finetune_2_4=0, learning_rate=0.05, batch=128, seed=0) -> dict:
+          finetune_2_4=0, learning_rate=0.05, batch=128, seed=0, samples=12288) -> dict:
     """Train the chapter's MLP (:data:`MLP_WIDTHS`) on :func:`teacher_dataset` with SGD and momentum 0.9.
 
     ``method``:
@@ -594,7 +594,8 @@ def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.
     - "2:4": every layer magnitude-pruned to 2:4 along its inputs at the start, never changed.
     ``finetune_2_4`` more epochs then follow with each mask cut to 2:4 (the kept weights of
     largest magnitude) and fixed. Returns per epoch "accuracy" (test), "loss" (training) and
-    "density" (epochs x layers), and the final "weights" and "masks". Seeded, deterministic.
+    "density" (epochs x layers), and the final "weights" and "masks". Seeded, deterministic;
+    ``samples`` is the size of :func:`teacher_dataset` (two thirds for training).
     Explained in :doc:`/book/sparsity` (section "Sparse training: the post's algorithm").
     """
     method = _checks.choice("method", method, TRAINING_METHODS)
@@ -609,7 +610,8 @@ def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.
     lr = float(_checks.in_range("learning_rate", _checks.scalar("learning_rate", learning_rate), 1e-6, 1.0))
     batch = _checks.count("batch", batch, 4096)
     seed = int(_checks.in_range("seed", _checks.scalar("seed", seed), 0, 2**32 - 1))
-    data = teacher_dataset(seed=seed)
+    samples = _checks.count("samples", samples, 5e4)
+    data = teacher_dataset(samples, seed=seed)
     rng = np.random.default_rng(seed + 1)
     shapes = list(zip(MLP_WIDTHS[1:], MLP_WIDTHS[:-1]))
     weights = [rng.standard_normal(s) * np.sqrt(2.0 / s[1]) for s in shapes]

@@ -24,6 +24,10 @@ def test_self_consistent_terms():
     assert t["granule dense input"] == pytest.approx(50e9 * 15 * per_event)
     assert t["purkinje soma"] == pytest.approx(1e8 * 1000 * 5 * per_event)
     assert t["granule outputs"] == pytest.approx(50e9 * 100 * per_event)
+    assert t["granule soma"] == pytest.approx(50e9 * 4 * 5 * per_event)
+    assert t["purkinje dense input"] == pytest.approx(1e8 * 1e5 * per_event)
+    assert t["purkinje outputs"] == pytest.approx(1e8 * 1000 * per_event)
+    assert len(t) == 8
     assert brain.estimate("self-consistent") == pytest.approx(1.0001247e21)
     assert t["purkinje dendrites"] / sum(t.values()) > 0.9998
 

@@ -246,7 +246,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "sparsity.random_matrix": dict(rows=8, cols=8, tail_df=3.0, seed=1),
     "sparsity.teacher_dataset": dict(samples=300, seed=1),
     "sparsity.train": dict(method="sparse momentum", density=0.5, epochs=1, prune_rate=0.5, finetune_2_4=1,
-                           learning_rate=0.05, batch=512, seed=0),
+                           learning_rate=0.05, batch=512, seed=0, samples=600),
     # --- parallelism --------------------------------------------------------------------------
     "parallelism.bus_factor": dict(ranks=8, op="all_gather"),
     "parallelism.collective_seconds": dict(nbytes=1e9, ranks=8, bandwidth=450e9, latency=5e-6, op="all_reduce"),

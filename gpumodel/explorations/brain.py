@@ -149,6 +149,35 @@ def estimates_chart(landauer: float):
     return (ranges + points + bound).properties(width=440, height=300)
 
 
+LANDAUER_WATTS = 20.0
+
+
+def synapse_count(log10_synapses, log10_rate, flop_per_event):
+    """The synapse count of :func:`gpumodel.brain.synapse_count_flops` for the slider values, in FLOP/s."""
+    flops = brain.synapse_count_flops(10.0**log10_synapses, 10.0**log10_rate, flop_per_event)
+    return {"estimate": ["your synapse count"], "flops": [float(flops)]}
+
+
+def synapse_count_chart(base):
+    point = base.mark_point(shape="diamond", size=160, filled=True, color="#d62728").encode(
+        x=alt.X("flops:Q", scale=alt.Scale(type="log", domain=[1e12, 1e26])),
+        y=alt.value(-12), tooltip=["estimate:N", alt.Tooltip("flops:Q", format=".2g")])
+    rule = base.mark_rule(color="#d62728").encode(x="flops:Q")
+    return estimates_chart(float(brain.landauer_bit_erasures(LANDAUER_WATTS))) + rule + point
+
+
+SYNAPSE_COUNT = Exploration(
+    name="brain_synapse_count",
+    compute=synapse_count,
+    params=(Slider("log10_synapses", "log10(synapses)", 13, 15, 0.5, 14, grid_step=0.5),
+            Slider("log10_rate", "log10(events per second)", 0, 3, 0.5, 2.5, grid_step=0.5),
+            Choice("flop_per_event", "FLOP per synaptic event", (1, 2), 2)),
+    chart=synapse_count_chart,
+    description="A synapse count (red) among the published estimates: synapses x events per second x FLOP "
+                "per event.",
+)
+
+
 # --- the projection and the evidence ---------------------------------------------------------------
 
 YEARS = np.arange(2013.0, 2081.0)
@@ -207,4 +236,4 @@ PROJECTION = Exploration(
 )
 
 
-EXPLORATIONS = [ESTIMATE, PROJECTION]
+EXPLORATIONS = [SYNAPSE_COUNT, ESTIMATE, PROJECTION]
