@@ -5,8 +5,9 @@ from .. import brain
 from . import SeedRow
 
 SRC = 'Dettmers 2015, "The Brain vs Deep Learning Part I: Computational Complexity"'
-#: The post's starting point: Tianhe-2's HPCG result, 0.58 PFLOP/s, in the post's year.
-START_FLOPS, BASE_YEAR = 0.58e15, 2015.0
+#: The post's starting point: Tianhe-2's HPCG result (the first row of data/top500.csv's HPCG
+#: records, 0.58 PFLOP/s, sourced to the post), in the post's year.
+START_FLOPS, BASE_YEAR = brain.records("hpcg")[0]["flops"], 2015.0
 
 
 def _year(period: float) -> float:

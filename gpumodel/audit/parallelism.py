@@ -1,7 +1,7 @@
 """Seed-audit rows of the chapter on parallelism (the 2014 posts on data and model parallelism, the GPU guide)."""
 from __future__ import annotations
 
-from .. import parallelism
+from .. import measured, parallelism
 from ..units import GiB
 from . import SeedRow
 
@@ -14,8 +14,9 @@ GUIDE_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "8x GPU sys
 GRADIENT_BYTES = 1000 * 1000 * 4.0
 NETWORK_BYTES_PER_S = 40 * GiB / 8
 GPUS_PER_NODE = 3
-#: The guide's illustrative 8x A100 speedup and V100's 5% more multi-GPU overhead for CNNs.
-A100_8X_SPEEDUP, V100_EXTRA_OVERHEAD = 7.00, 0.05
+#: The guide's illustrative 8x A100 speedup; V100's 5% more multi-GPU overhead for CNNs is
+#: :data:`gpumodel.measured.POST_NETWORK_FACTOR`, which chapter 1 uses too.
+A100_8X_SPEEDUP = 7.00
 
 
 def transfer_ms() -> float:
@@ -50,8 +51,10 @@ ROWS = [
             note="Four nodes: each GPU sends to the 9 GPUs of other nodes, three GPUs per card take "
                  f"turns: 27 transfers; {CARRIED}.",
             note_if_differs="27 transfers through one network card per node.", tolerance=0.01),
-    SeedRow("model_parallel.dp_gradient_elements", "500000", lambda: 1000 * 500, "elements", MP_SRC,
-            note="The gradient of the 1000 x 500 weight, sent once per step in data parallelism.",
+    SeedRow("model_parallel.dp_gradient_elements", "500000",
+            lambda: parallelism.data_parallel_bytes(1000 * 500, 2, grad_bytes=1.0), "elements", MP_SRC,
+            note="The gradient of the 1000 x 500 weight, sent once per step in data parallelism: a ring "
+                 "all-reduce over the post's two GPUs sends 2 (n - 1) / n = 1 times it per GPU.",
             note_if_differs="The 1000 x 500 weight's gradient."),
     SeedRow("model_parallel.row_split_elements", "128000",
             lambda: parallelism.post_model_parallel_elements(128, 1000, 500, "rows"), "elements", MP_SRC,
@@ -64,7 +67,7 @@ ROWS = [
             note="Split along the second dimension: 128 x 250 outputs forward, 128 x 1000 partial input "
                  "gradients backward.",
             note_if_differs="128 x 250 forward plus 128 x 1000 backward."),
-    SeedRow("scaling.v100_8x_speedup", "6.67", lambda: A100_8X_SPEEDUP / (1 + V100_EXTRA_OVERHEAD), "x",
+    SeedRow("scaling.v100_8x_speedup", "6.67", lambda: A100_8X_SPEEDUP / measured.POST_NETWORK_FACTOR["cnn"], "x",
             GUIDE_SRC,
             note="The guide's illustrative 7.00x for 8x A100, divided by 1.05 for the 8x V100 system's 5% "
                  "more overhead (CNNs).",
