@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import hardware, memory
+from . import hardware, memory, throughput
 from .units import MiB, TFLOPS
 
 
@@ -78,6 +78,12 @@ def _compare(args) -> tuple[list[dict], list[str]]:
     return rows, ["quantity", a.name, b.name, "ratio"]
 
 
+def _rank(args) -> tuple[list[dict], list[str]]:
+    rows = throughput.rank(args.workload, reference=args.reference, batch=args.batch)
+    return rows, ["accelerator", "workload", "relative_throughput", "memory_gib",
+                  "usable_memory_gib", "price_usd", "relative_per_1000_usd"]
+
+
 def _reproduce(args) -> tuple[list[dict], list[str]]:
     from . import audit
 
@@ -109,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("second")
     p.add_argument("--dtype", default="fp16")
     p.set_defaults(run=_compare)
+    p = sub.add_parser("rank", help="every accelerator's modelled throughput relative to a reference card")
+    p.add_argument("--workload", required=True, choices=throughput.WORKLOADS)
+    p.add_argument("--reference", default=throughput.REFERENCE, help="the card to divide by")
+    p.add_argument("--batch", type=int, help="sequences, images or decoded sequences per step")
+    p.set_defaults(run=_rank)
     p = sub.add_parser("reproduce", help="the seed audit: every number from the posts, recomputed")
     p.set_defaults(run=_reproduce)
     for p in sub.choices.values():

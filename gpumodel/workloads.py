@@ -121,3 +121,72 @@ def part_fraction_needed(step_speedup, part_speedup, added_fraction=0.0):
 def _share_for(step, part, added):
     """The share f solving 1 / step = 1 - f (1 - 1 / part) + added (inputs already checked)."""
     return (1.0 - 1.0 / step + added) / (1.0 - 1.0 / part)
+
+
+@_checks.finite_result
+def encoder_params(layers=24, d_model=1024, d_ff=4096, vocab=30522, positions=512):
+    """Weights of a BERT-style encoder (count): L (4 d^2 + 2 d d_ff) in the matmuls plus (vocab + positions) d embeddings.
+
+    Biases, norms and the small task head are left out (under 0.2% for BERT-large). BERT-large: 3.34e8.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    L = _checks.positive_int("layers", layers)
+    d = _checks.positive_int("d_model", d_model)
+    f = _checks.positive_int("d_ff", d_ff)
+    v = _checks.positive_int("vocab", vocab)
+    p = _checks.positive_int("positions", positions)
+    return L * (4.0 * d * d + 2.0 * d * f) + (v + p) * d
+
+
+@_checks.finite_result
+def activation_bytes(layers, d_model, heads, seq, batch):
+    """Activations a training step keeps for the backward pass, in bytes: L s b h (34 + 5 a s / h).
+
+    Korthikanti et al. 2022, Eq. 1: 16-bit activations and one-byte dropout masks of a layer with
+    a 4h GELU MLP, two layer norms and materialized a x s x s attention scores, no recomputation.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    L = _checks.positive_int("layers", layers)
+    h = _checks.positive_int("d_model", d_model)
+    a = _checks.positive_int("heads", heads)
+    s = _checks.positive_int("seq", seq)
+    b = _checks.positive_int("batch", batch)
+    return L * s * b * h * (34.0 + 5.0 * a * s / h)
+
+
+@_checks.finite_result
+def training_memory_bytes(params, layers, d_model, heads, seq, batch, state_bytes=16.0):
+    """Memory to train with Adam in mixed precision, in bytes: params x state_bytes + :func:`activation_bytes`.
+
+    ``state_bytes`` = 16: 16-bit weights and gradients (2 + 2), FP32 master weights, momentum
+    and variance (12), as in :func:`gpumodel.parallelism.training_memory` without sharding.
+    Workspace and allocator fragmentation are not counted.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    n = _checks.positive("params", params)
+    state = _checks.positive("state_bytes", state_bytes)
+    return n * state + activation_bytes(layers, d_model, heads, seq, batch)
+
+
+@_checks.finite_result
+def max_training_batch(memory_bytes, params, layers, d_model, heads, seq, state_bytes=16.0):
+    """Largest batch whose :func:`training_memory_bytes` fits in ``memory_bytes`` (0 if not even the weights fit).
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    room = _checks.positive("memory_bytes", memory_bytes) - \
+        _checks.positive("params", params) * _checks.positive("state_bytes", state_bytes)
+    per_sequence = activation_bytes(layers, d_model, heads, seq, 1)
+    return np.maximum(np.floor(room / per_sequence), 0.0)
+
+
+@_checks.finite_result
+def inference_memory_bytes(weight_bytes, kv_bytes_per_sequence, batch=1):
+    """Memory to serve a model, in bytes: weights + batch x one sequence's key/value cache.
+
+    Activations of one decoding step are small and not counted.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    w = _checks.positive("weight_bytes", weight_bytes)
+    kv = _checks.non_negative("kv_bytes_per_sequence", kv_bytes_per_sequence)
+    return w + _checks.positive_int("batch", batch) * kv

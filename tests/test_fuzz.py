@@ -38,8 +38,8 @@ import importlib
 import pkgutil
 
 import gpumodel
-from gpumodel import (audit, brain, cli, explore, hardware, measured, memory, parallelism, precision, sparsity,
-                      units, workloads)
+from gpumodel import (audit, brain, cli, cost, explore, hardware, measured, memory, parallelism, precision,
+                      sparsity, throughput, units, workloads)
 from gpumodel import tensor_cores
 from gpumodel.explorations import all_explorations
 
@@ -49,7 +49,7 @@ SLOW = 2.0
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
            "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
            "sparsity": sparsity, "parallelism": parallelism,
-           "brain": brain}
+           "brain": brain, "cost": cost, "throughput": throughput}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
@@ -284,6 +284,53 @@ REGISTRY: dict[str, dict | Entry] = {
     "brain.fitted_doubling_years": dict(years=[2014.0, 2018.0, 2025.0], flops=[0.58e15, 2.9e15, 17.4e15]),
     "brain.landauer_bit_erasures": dict(power_watts=20.0, temperature_kelvin=310.0),
     "brain.records": dict(metric="hpl"),
+    # --- choosing a GPU ------------------------------------------------------------------------
+    "cost.energy_kwh": dict(power_w=450.0, utilization=0.15, hours=8760.0),
+    "cost.electricity_usd": dict(power_w=450.0, utilization=0.15, years=5.0, usd_per_kwh=0.175),
+    "cost.ownership_usd": dict(purchase_usd=1599.0, power_w=450.0, utilization=0.15, years=5.0,
+                               usd_per_kwh=0.175),
+    "cost.cloud_usd": dict(usd_per_hour=2.14, utilization=0.15, days=300.0),
+    "cost.desktop_usd": dict(desktop_usd=2200.0, power_w=450.0, utilization=0.15, days=300.0,
+                             usd_per_kwh=0.12),
+    "cost.breakeven_days": dict(desktop_usd=2200.0, power_w=450.0, usd_per_kwh=0.12, cloud_usd_per_hour=2.14,
+                                utilization=0.15),
+    "cost.system_power_w": dict(gpus=4, gpu_w=350.0, cpu_w=150.0, other_w=50.0),
+    "cost.psu_headroom_w": dict(psu_w=1600.0, gpus=4, gpu_w=350.0),
+    "cost.energy_per_work_change": dict(power_before_w=250.0, power_after_w=200.0, slowdown=0.07),
+    "cost.per_dollar": dict(throughput=0.6, usd=1599.0),
+    "throughput.transformer_train_kernels": dict(batch=4, seq=128, layers=2, d_model=256, d_ff=1024, heads=4,
+                                                 vocab=1000, positions=128),
+    "throughput.resnet50_forward_flops": dict(image=224),
+    "throughput.cnn_train_kernels": dict(batch=8, image=64),
+    "throughput.decode_kernels": dict(batch=2, context=512, weight_bits=4.5, layers=2, d_model=256, d_ff=512,
+                                      heads=4, kv_heads=2, vocab=1000, kv_bits=16.0),
+    "throughput.kv_cache_bytes": dict(context=8192, layers=32, d_model=4096, heads=32, kv_heads=8, kv_bits=16.0),
+    "throughput.kernel_times": dict(kernels={"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0]},
+                                    peak_flops=[312e12, 989e12], bandwidth=[1.5e12, 3.35e12],
+                                    gemm_efficiency=0.8, bandwidth_efficiency=0.9, launch_seconds=2e-6),
+    "throughput.kernels_for": dict(workload="llm-decode", batch=2),
+    "throughput.card_rates": dict(accelerators=["H100 SXM5", "TPU v4"], math="fp8"),
+    "throughput.throughput": dict(workload="llm-decode", accelerators=["RTX 4090", "H100 SXM5"], batch=[1, 4],
+                                  gemm_efficiency=0.8, bandwidth_efficiency=0.9, launch_seconds=2e-6,
+                                  math="16-bit"),
+    "throughput.relative_throughput": dict(workload="transformer-train", accelerators=["RTX 4090"],
+                                           reference="A100 SXM4 40GB", batch=8),
+    "throughput.validation": dict(workload="cnn-train", predictor="bandwidth", reference="RTX 4090"),
+    "throughput.median_error": dict(workload="llm-decode", predictor="model", reference="RTX 3090"),
+    "throughput.weight_bytes": dict(weight_bits=4.5, layers=2, d_model=256, d_ff=512, heads=4, kv_heads=2,
+                                    vocab=1000, input_embedding=False),
+    "throughput.rank": dict(workload="llm-decode", reference="RTX 4090", accelerators=["RTX 3090", "H100 SXM5"],
+                            prices={"RTX 3090": 800.0}, batch=2, math="16-bit"),
+    "throughput.recommend": dict(workload="transformer-train", budget_usd=2500.0, memory_gib=20.0,
+                                 eight_bit=True, prices={"RTX 3090": 800.0}, accelerators=None, top=3,
+                                 years=3.0, utilization=0.3, usd_per_kwh=0.2),
+    "workloads.encoder_params": dict(layers=24, d_model=1024, d_ff=4096, vocab=30522, positions=512),
+    "workloads.activation_bytes": dict(layers=24, d_model=1024, heads=16, seq=384, batch=8),
+    "workloads.training_memory_bytes": dict(params=3.3e8, layers=24, d_model=1024, heads=16, seq=384, batch=8,
+                                            state_bytes=16.0),
+    "workloads.max_training_batch": dict(memory_bytes=24 * 2**30, params=3.3e8, layers=24, d_model=1024, heads=16,
+                                         seq=384, state_bytes=16.0),
+    "workloads.inference_memory_bytes": dict(weight_bytes=16e9, kv_bytes_per_sequence=1e9, batch=4),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),
@@ -308,6 +355,7 @@ CLI_REGISTRY = {
                "--scheme", "all_pairs", "--bandwidth-unit", "GiB/s"],
     "compare": ["A100 SXM4 40GB", "V100 SXM2 16GB", "--dtype", "fp16"],
     "reproduce": [],
+    "rank": ["--workload", "llm-decode", "--reference", "RTX 4090", "--batch", "4"],
 }
 
 CLI_VALUES = ["0", "-1", "0.5", "nan", "inf", "-inf", "1e300", "1" + "0" * 400, "1" + "0" * 103, "",

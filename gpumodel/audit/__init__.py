@@ -16,7 +16,8 @@ from typing import Callable
 
 from .. import _checks
 
-_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain")
+_CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain",
+             "choosing_a_gpu")
 
 
 @dataclass(frozen=True)

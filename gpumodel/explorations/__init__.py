@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import importlib
 
-CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain")
+CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain",
+            "choosing_a_gpu")
 
 
 def all_explorations() -> list:

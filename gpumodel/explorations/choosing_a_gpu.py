@@ -1,0 +1,501 @@
+"""Explorations, tables and figures of the chapter :doc:`/book/choosing_a_gpu`."""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import cost, hardware, measured, memory, throughput, workloads
+from ..explore import Choice, Exploration, Slider
+from ..units import GB, GiB
+
+#: Cards drawn in the decoding exploration.
+DECODE_CARDS = ("RTX 4090", "RTX 5090", "A100 SXM4 80GB", "H100 SXM5", "B200")
+#: Models of the decoding exploration: Llama 3 8B and 70B (Grattafiori et al. 2024).
+LLAMA3 = {"8B": {"layers": 32, "d_model": 4096, "d_ff": 14336, "heads": 32, "kv_heads": 8,
+                 "vocab": 128256},
+          "70B": {"layers": 80, "d_model": 8192, "d_ff": 28672, "heads": 64, "kv_heads": 8,
+                  "vocab": 128256}}
+DECODE_BATCHES = 2 ** np.arange(0, 9)
+WEIGHT_BITS = {"16-bit": 16.0, "8-bit": 8.0, "4-bit (+ scales)": 4.5}
+
+
+def _gpus(include_tpus: bool = False) -> list:
+    return [a for a in hardware.accelerators() if include_tpus or a.kind == "gpu"]
+
+
+# --- today's model ----------------------------------------------------------------------------
+
+def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8) -> pd.DataFrame:
+    """The kernels of one step on one card, largest first: ms per step, share, regime, intensity."""
+    table = throughput.kernels_for(workload, batch)
+    peak, bw = throughput.card_rates([accelerator])
+    ms = throughput.kernel_times(table, peak, bw)[:, 0] * 1e3
+    ge, be = throughput.GEMM_EFFICIENCY, throughput.BANDWIDTH_EFFICIENCY
+    compute = table["flops"] / (ge * peak[0])
+    memory_s = table["bytes"] / (be * bw[0])
+    bound = np.where(compute >= memory_s, "compute", "memory")
+    bound = np.where(np.maximum(compute, memory_s) < throughput.LAUNCH_SECONDS, "overhead", bound)
+    intensity = np.divide(table["flops"], table["bytes"])
+    frame = pd.DataFrame({"kernel": table["kernel"], "ms per step": ms,
+                          "share": ms / ms.sum(), "FLOP/byte": intensity, "bound": bound})
+    frame = frame.sort_values("ms per step", ascending=False).head(top)
+    return frame.assign(**{"ms per step": frame["ms per step"].map("{:,.2f}".format),
+                           "share": frame["share"].map("{:.1%}".format),
+                           "FLOP/byte": frame["FLOP/byte"].map("{:,.0f}".format)}
+                        ).set_index("kernel")
+
+
+def regime_shares(workload: str, accelerator: str, batch=None) -> dict:
+    """Share of one step's time in compute-, memory- and overhead-bound kernels on one card."""
+    table = throughput.kernels_for(workload, batch)
+    peak, bw = throughput.card_rates([accelerator])
+    times = throughput.kernel_times(table, peak, bw)[:, 0]
+    compute = table["flops"] / (throughput.GEMM_EFFICIENCY * peak[0])
+    memory_s = table["bytes"] / (throughput.BANDWIDTH_EFFICIENCY * bw[0])
+    floor = np.maximum(compute, memory_s) < throughput.LAUNCH_SECONDS
+    regimes = {"compute": (compute >= memory_s) & ~floor, "memory": (compute < memory_s) & ~floor,
+               "overhead": floor}
+    return {k: float(times[m].sum() / times.sum()) for k, m in regimes.items()}
+
+
+def l2_check_frame(batch: int = 32, cards=("V100 SXM2 16GB", "RTX 4090", "A100 SXM4 40GB",
+                                             "H100 SXM5", "B200")) -> pd.DataFrame:
+    """Intensity of BERT-large's weight GEMMs with the traffic L2 allows, against each card's ridge."""
+    arch = throughput.BERT_LARGE_SQUAD
+    tokens = batch * arch["seq"]
+    rows = []
+    for name in cards:
+        acc = hardware.get(name)
+        ridge = float(acc.ridge_point("fp16"))
+        worst = np.inf
+        for m, k, n in memory.bert_large_matmuls(tokens).values():
+            traffic = memory.dram_traffic(m, k, n, 128, 128, acc.sm_count, acc.l2_bytes)
+            worst = min(worst, float(memory.matmul_flops(m, k, n) / traffic))
+        rows.append({"accelerator": name, "L2 (MiB)": f"{acc.l2_cache_mib:g}",
+                     "lowest GEMM intensity (FLOP/byte)": f"{worst:,.0f}",
+                     "ridge (FLOP/byte)": f"{ridge:,.0f}",
+                     "bound": "compute" if worst >= ridge else "memory"})
+    return pd.DataFrame(rows).set_index("accelerator")
+
+
+def efficiency_evidence() -> dict:
+    """The measured shares behind the model's achievable peak and bandwidth, as (low, high):
+    best-shape BF16 matmuls on A100 SXM and H100 SXM over their dense peaks, and STREAM-like
+    read and triad kernels on V100, A100 40GB and H100 PCIe over their datasheet bandwidths
+    (the V100 PCIe of the measurement has the V100 SXM2's 900 GB/s)."""
+    mamf = [measured.measurement(i) / hardware.get(n).bf16_tflops if hardware.get(n).bf16_tflops
+            else measured.measurement(i) / hardware.get(n).fp16_tflops
+            for i, n in (("mamf.a100_sxm.bf16", "A100 SXM4 40GB"),
+                         ("mamf.h100_sxm.bf16", "H100 SXM5"))]
+    cards = {"v100": "V100 SXM2 16GB", "a100_40": "A100 SXM4 40GB", "h100_pcie": "H100 PCIe"}
+    share = {kind: [measured.measurement(f"stream.{k}.{kind}") /
+                    hardware.get(n).memory_bandwidth_gbs for k, n in cards.items()]
+             for kind in ("read", "triad")}
+    return {"matmul": (min(mamf), max(mamf)), "read": (min(share["read"]), max(share["read"])),
+            "triad": (min(share["triad"]), max(share["triad"]))}
+
+
+# --- the ranking, with a slider -----------------------------------------------------------------
+
+def ranking(workload, gemm_efficiency):
+    """Every GPU's modelled throughput relative to the reference card for one workload."""
+    rows = throughput.rank(workload, accelerators=_gpus(), gemm_efficiency=gemm_efficiency)
+    return {"gpu": [r["accelerator"] for r in rows],
+            "relative": [r["relative_throughput"] for r in rows],
+            "reference": [r["accelerator"] == throughput.REFERENCE for r in rows]}
+
+
+def ranking_chart(base):
+    bars = base.mark_bar().encode(
+        x=alt.X("relative:Q", title=f"throughput relative to the {throughput.REFERENCE}",
+                scale=alt.Scale(domain=[0, 6])),
+        y=alt.Y("gpu:N", title=None, sort="-x"),
+        color=alt.condition("datum.reference", alt.value("#e45756"), alt.value("#4c78a8")),
+        tooltip=["gpu:N", alt.Tooltip("relative:Q", format=".2f")])
+    return bars.properties(width=380, height=330)
+
+
+RANKING = Exploration(
+    name="gpu_ranking",
+    compute=ranking,
+    params=(Choice("workload", "workload", throughput.WORKLOADS, "transformer-train"),
+            Slider("gemm_efficiency", "achievable share of the Tensor Core peak", 0.4, 1.0, 0.05,
+                   0.8, grid_step=0.2)),
+    chart=ranking_chart,
+    description="Every GPU in the hardware table ranked by the kernel-sum model for one workload: "
+                "BERT-large training at 32 sequences of 384 tokens, ResNet-50 training at 256 "
+                "images, or Llama 3 8B decoding one 16-bit sequence.",
+)
+
+
+def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFrame:
+    """The ranking as a table: relative throughput, usable memory, price and value per $1,000."""
+    rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
+    frame = pd.DataFrame([{
+        "accelerator": r["accelerator"], "relative": f"{r['relative_throughput']:.2f}",
+        "memory (GiB)": f"{r['usable_memory_gib'] or r['memory_gib']:.0f}",
+        "price ($)": "-" if r["price_usd"] is None else f"{r['price_usd']:,.0f}",
+        "per $1,000": "-" if r["relative_per_1000_usd"] is None
+        else f"{r['relative_per_1000_usd']:.3f}"} for r in rows])
+    return frame.set_index("accelerator").head(top)
+
+
+# --- the post's method and measured reality -------------------------------------------------------
+
+PREDICTOR_LABELS = {"model": "kernel-sum model", "bandwidth": "bandwidth ratio",
+                    "peak": "16-bit peak ratio"}
+
+
+def validation_frame(workload: str) -> pd.DataFrame:
+    """Measured and predicted throughput relative to the workload's reference card, per card."""
+    rows = throughput.validation(workload)
+    rivals = {p: throughput.validation(workload, p) for p in ("bandwidth", "peak")}
+    out = []
+    for i, r in enumerate(rows):
+        out.append({"accelerator": r["accelerator"], "batch": r["batch"],
+                    "measured": f"{r['measured_relative']:.2f}",
+                    "model": f"{r['predicted_relative']:.2f}",
+                    "error": f"{r['error']:+.0%}",
+                    "bandwidth ratio": f"{rivals['bandwidth'][i]['predicted_relative']:.2f}",
+                    "peak ratio": f"{rivals['peak'][i]['predicted_relative']:.2f}"})
+    return pd.DataFrame(out).set_index("accelerator")
+
+
+def error_summary() -> pd.DataFrame:
+    """Median absolute error of each predictor on each workload (cards other than the reference)."""
+    rows = {PREDICTOR_LABELS[p]: {w: f"{throughput.median_error(w, p):.0%}"
+                                  for w in throughput.WORKLOADS}
+            for p in throughput.PREDICTORS}
+    return pd.DataFrame(rows).T
+
+
+def validation_points() -> pd.DataFrame:
+    """Every workload's predicted and measured relative throughput, one row per card."""
+    rows = []
+    for w in throughput.WORKLOADS:
+        for r in throughput.validation(w):
+            rows.append({"workload": w, "gpu": r["accelerator"],
+                         "measured": r["measured_relative"],
+                         "predicted": r["predicted_relative"], "error": r["error"]})
+    return pd.DataFrame(rows)
+
+
+def validation_chart():
+    """Predicted against measured relative throughput, log-log, with the line of perfect prediction."""
+    data = validation_points()
+    scale = alt.Scale(type="log", domain=[0.2, 6])
+    points = alt.Chart(data).mark_point(filled=True, size=70).encode(
+        x=alt.X("measured:Q", title="measured, relative to the A100 SXM4 80GB", scale=scale),
+        y=alt.Y("predicted:Q", title="predicted (kernel-sum model)", scale=scale),
+        color=alt.Color("workload:N", scale=alt.Scale(scheme="dark2")),
+        shape=alt.Shape("workload:N"),
+        tooltip=["workload:N", "gpu:N", alt.Tooltip("measured:Q", format=".2f"),
+                 alt.Tooltip("predicted:Q", format=".2f"), alt.Tooltip("error:Q", format="+.0%")])
+    line = alt.Chart(pd.DataFrame({"x": [0.2, 6.0]})).mark_line(
+        strokeDash=[4, 3], color="#555").encode(x="x:Q", y="x:Q")
+    return (line + points).properties(width=360, height=320)
+
+
+def post_method_frame() -> pd.DataFrame:
+    """Lambda's BERT-large runs: measured at each card's batch, and corrected to the A100's batch
+    with the guide's 13.6% per batch doubling."""
+    rows = throughput.validation("transformer-train")
+    ref = next(r for r in rows if r["accelerator"] == "A100 SXM4 80GB")
+    out = []
+    for r in rows:
+        corrected = float(memory.batch_corrected_speedup(
+            r["measured"], ref["measured"], r["batch"], ref["batch"]))
+        out.append({"accelerator": r["accelerator"], "batch": r["batch"],
+                    "measured": f"{r['measured_relative']:.2f}",
+                    "at batch 112 (guide's rule)": f"{corrected:.2f}",
+                    "model at its batch": f"{r['predicted_relative']:.2f}",
+                    "model at batch 112": f"{_model_at(r['accelerator'], ref['batch']):.2f}"})
+    return pd.DataFrame(out).set_index("accelerator")
+
+
+def _model_at(name: str, batch: int) -> float:
+    return float(throughput.relative_throughput("transformer-train", [name], "A100 SXM4 80GB",
+                                                batch)[0])
+
+
+# --- decoding --------------------------------------------------------------------------------
+
+def decode_speed(model, weight_format, context):
+    """Tokens/s summed over the batch against batch size for a few cards, where the batch fits."""
+    arch = LLAMA3[model]
+    bits = WEIGHT_BITS[weight_format]
+    kv = throughput.kv_cache_bytes(context, arch["layers"], arch["d_model"], arch["heads"],
+                                   arch["kv_heads"])
+    weight_bytes = throughput.weight_bytes(bits, **arch)
+    cards = [hardware.get(n) for n in DECODE_CARDS]
+    names = [a.name for a in cards for _ in DECODE_BATCHES]
+    batch = np.tile(DECODE_BATCHES, len(cards))
+    speed = throughput.throughput("llm-decode", names, list(batch), context=context,
+                                  weight_bits=bits, **arch)
+    usable = np.repeat([a.usable_memory_bytes for a in cards], DECODE_BATCHES.size)
+    fits = workloads.inference_memory_bytes(weight_bytes, kv, batch) <= usable
+    gpus = [n for n, f in zip(names, fits) if f]
+    batches, speeds = list(batch[fits]), list(speed[fits])
+    return {"gpu": gpus, "batch": batches, "tokens_per_s": speeds}
+
+
+def decode_speed_chart(base):
+    return base.mark_line(point=True, clip=True).encode(
+        x=alt.X("batch:Q", title="sequences decoded together (batch)",
+                scale=alt.Scale(type="log", base=2, domain=[1, 256])),
+        y=alt.Y("tokens_per_s:Q", title="tokens/s, all sequences (log scale)",
+                scale=alt.Scale(type="log", domain=[1, 100000])),
+        color=alt.Color("gpu:N", scale=alt.Scale(scheme="dark2", domain=list(DECODE_CARDS))),
+        strokeDash=alt.StrokeDash("gpu:N", scale=alt.Scale(domain=list(DECODE_CARDS))),
+        tooltip=["gpu:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.0f")],
+    ).properties(width=400, height=260)
+
+
+DECODE = Exploration(
+    name="decode_speed",
+    compute=decode_speed,
+    params=(Choice("model", "Llama 3", tuple(LLAMA3), "8B"),
+            Choice("weight_format", "weights", tuple(WEIGHT_BITS), "16-bit"),
+            Choice("context", "context (tokens)", (2048, 8192, 32768), 8192)),
+    chart=decode_speed_chart,
+    description="Modelled decoding speed against batch size: each line stops where weights plus "
+                "the batch's key/value caches no longer fit in the card's usable memory.",
+)
+
+
+def memory_kind(name: str) -> str:
+    """GDDR for the GeForce and workstation cards (RTX, L40S), HBM for the data-center GPUs."""
+    return "GDDR" if name.startswith(("RTX", "L40")) else "HBM"
+
+
+def decode_shares() -> dict:
+    """llama.cpp's measured 16-bit Llama 3 8B decoding: bytes moved per second as a share of
+    each card's DRAM bandwidth (the modelled bytes per token x measured tokens/s)."""
+    out = {}
+    for r in measured.measurements("decode.llama3_8b_f16."):
+        table = throughput.kernels_for("llm-decode", 1, **throughput._decode_options(r))
+        moved = r["value"] * float(table["bytes"] @ table["launches"])
+        out[r["hardware"]] = moved / hardware.get(r["hardware"]).bandwidth
+    return out
+
+
+def decode_bound_frame() -> pd.DataFrame:
+    """llama.cpp's measured 16-bit Llama 3 8B decoding against each card's bandwidth."""
+    rows = []
+    shares = decode_shares()
+    for r in measured.measurements("decode.llama3_8b_f16."):
+        options = throughput._decode_options(r)
+        bound = float(throughput.throughput("llm-decode", [r["hardware"]], 1, **options)[0])
+        acc = hardware.get(r["hardware"])
+        rows.append({"accelerator": r["hardware"], "memory": memory_kind(acc.name),
+                     "bandwidth (GB/s)": f"{acc.memory_bandwidth_gbs:,.0f}",
+                     "modelled (tokens/s)": f"{bound:.1f}", "measured": f"{r['value']:.1f}",
+                     "bytes read (GB/s)": f"{shares[r['hardware']] * acc.bandwidth / GB:,.0f}",
+                     "share of bandwidth": f"{shares[r['hardware']]:.0%}"})
+    return pd.DataFrame(rows).set_index("accelerator")
+
+
+def overrating(workload: str) -> dict:
+    """Modelled over measured absolute throughput per card (how much the model overrates each)."""
+    return {r["accelerator"]: r["predicted"] / r["measured"]
+            for r in throughput.validation(workload)}
+
+
+def reference_frame(references=("A100 SXM4 80GB", "RTX 4090")) -> pd.DataFrame:
+    """Median absolute error of the model per workload, relative to each reference card."""
+    rows = {f"relative to the {ref}": {w: f"{throughput.median_error(w, 'model', ref):.0%}"
+                                      for w in throughput.WORKLOADS} for ref in references}
+    return pd.DataFrame(rows).T
+
+
+def elementwise_bytes_per_token() -> dict:
+    """Forward bytes per token and layer of BERT-large's elementwise passes: over the
+    attention scores, and over the layer's other activations."""
+    arch = throughput.BERT_LARGE_SQUAD
+    size = {"scores": arch["heads"] * arch["seq"], "width": arch["d_model"],
+            "ffn": arch["d_ff"]}
+    out = {"scores": 0.0, "other": 0.0}
+    for kind, passes in throughput.TRANSFORMER_ELEMENTWISE.values():
+        out["scores" if kind == "scores" else "other"] += 2.0 * size[kind] * passes
+    return out
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+def lambda_batch_fill() -> dict:
+    """Per card with a known usable memory: modelled need at the batch run as a share of usable
+    memory ("need"), and the largest modelled batch over the batch run ("headroom")."""
+    params = workloads.encoder_params()
+    arch = throughput.BERT_LARGE_SQUAD
+    need, headroom = [], []
+    for r in measured.measurements("lambda.bert_large."):
+        usable = hardware.get(r["hardware"]).usable_memory_bytes
+        if usable is None:
+            continue
+        fit = workloads.max_training_batch(usable, params, arch["layers"], arch["d_model"],
+                                           arch["heads"], arch["seq"])
+        used = workloads.training_memory_bytes(params, arch["layers"], arch["d_model"],
+                                               arch["heads"], arch["seq"], int(r["batch"]))
+        need.append(float(used / usable))
+        headroom.append(float(fit) / r["batch"])
+    return {"need": need, "headroom": headroom}
+
+
+def lambda_batch_frame() -> pd.DataFrame:
+    """Lambda's BERT-large batch per card against the largest batch the memory model fits."""
+    params = workloads.encoder_params()
+    arch = throughput.BERT_LARGE_SQUAD
+    rows = []
+    for r in measured.measurements("lambda.bert_large."):
+        usable = hardware.get(r["hardware"]).usable_memory_bytes
+        if usable is None:
+            continue
+        fit = workloads.max_training_batch(usable, params, arch["layers"], arch["d_model"],
+                                           arch["heads"], arch["seq"])
+        need = workloads.training_memory_bytes(params, arch["layers"], arch["d_model"],
+                                               arch["heads"], arch["seq"], int(r["batch"]))
+        rows.append({"accelerator": r["hardware"], "usable (GiB)": f"{usable / GiB:.1f}",
+                     "batch run": int(r["batch"]), "largest batch modelled": int(fit),
+                     "modelled need at that batch": f"{need / usable:.0%} of usable"})
+    return pd.DataFrame(rows).set_index("accelerator")
+
+
+#: Jobs whose memory the chapter computes: (label, kind, settings).
+JOBS = (
+    ("fine-tune BERT-base, 32 x 128 tokens", "train",
+     {"layers": 12, "d_model": 768, "d_ff": 3072, "heads": 12, "seq": 128, "batch": 32}),
+    ("fine-tune BERT-large, 32 x 384 tokens", "train",
+     {"layers": 24, "d_model": 1024, "d_ff": 4096, "heads": 16, "seq": 384, "batch": 32}),
+    ("train GPT-2 XL (1.5B), 8 x 1024 tokens", "train",
+     {"layers": 48, "d_model": 1600, "d_ff": 6400, "heads": 25, "seq": 1024, "batch": 8,
+      "vocab": 50257, "positions": 1024}),
+    ("serve Llama 3 8B, 16-bit, 8k context", "serve", {"model": "8B", "bits": 16.0}),
+    ("serve Llama 3 8B, 4-bit, 8k context", "serve", {"model": "8B", "bits": 4.5}),
+    ("serve Llama 3 70B, 4-bit, 8k context", "serve", {"model": "70B", "bits": 4.5}),
+)
+
+
+def job_memory_gib(kind: str, settings: dict) -> float:
+    """Memory one job needs, GiB: training state plus activations, or weights plus one 8k KV cache."""
+    if kind == "train":
+        s = dict(settings)
+        params = workloads.encoder_params(s["layers"], s["d_model"], s["d_ff"],
+                                          s.get("vocab", 30522), s.get("positions", 512))
+        need = workloads.training_memory_bytes(params, s["layers"], s["d_model"], s["heads"],
+                                               s["seq"], s["batch"])
+    else:
+        arch = LLAMA3[settings["model"]]
+        weights = throughput.weight_bytes(settings["bits"], **arch)
+        kv = throughput.kv_cache_bytes(8192, arch["layers"], arch["d_model"], arch["heads"],
+                                       arch["kv_heads"])
+        need = workloads.inference_memory_bytes(weights, kv)
+    return float(need) / GiB
+
+
+def jobs_frame(cards=("RTX 4070 Ti", "RTX 4090", "RTX 5090", "RTX 6000 Ada", "H100 SXM5")):
+    """Memory each job needs and which cards' usable memory holds it."""
+    rows = []
+    for label, kind, settings in JOBS:
+        need = job_memory_gib(kind, settings)
+        row = {"job": label, "needs (GiB)": f"{need:,.1f}"}
+        for name in cards:
+            acc = hardware.get(name)
+            have = (acc.usable_memory_bytes or acc.memory_bytes) / GiB
+            row[name] = "fits" if need <= have else "-"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("job")
+
+
+#: The 2020 guide's rules of thumb (a reader's notes, seed 002), in GB.
+MEMORY_RULES = (("Kaggle competitions", 8), ("prototyping networks", 10),
+                ("applying computer vision", 10),
+                ("pretrained transformers; training small ones from scratch", 11),
+                ("training large transformers or CNNs in research or production", 24))
+
+
+# --- money ------------------------------------------------------------------------------------
+
+def value_frame(workload: str = "transformer-train", years: float = 5.0,
+                utilization: float = 0.15, usd_per_kwh: float = 0.175,
+                system_usd: float = 0.0, prices=None) -> pd.DataFrame:
+    """GPUs with a price: relative throughput per $1,000 of card, and of card plus electricity."""
+    rows = []
+    for r in throughput.rank(workload, accelerators=_gpus(), prices=prices):
+        if r["price_usd"] is None:
+            continue
+        acc = hardware.get(r["accelerator"])
+        total = cost.ownership_usd(r["price_usd"] + system_usd, acc.tdp_w, utilization, years,
+                                   usd_per_kwh)
+        rows.append({"accelerator": r["accelerator"], "relative": r["relative_throughput"],
+                     "price ($)": r["price_usd"], "power (W)": acc.tdp_w,
+                     "owned cost ($)": float(total),
+                     "per $1,000 owned": float(cost.per_dollar(r["relative_throughput"], total))})
+    frame = pd.DataFrame(rows).sort_values("per $1,000 owned", ascending=False)
+    return frame.set_index("accelerator")
+
+
+def show_value(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`value_frame` with its numbers formatted for printing."""
+    return frame.assign(**{"relative": frame["relative"].map("{:.2f}".format),
+                           "price ($)": frame["price ($)"].map("{:,.0f}".format),
+                           "power (W)": frame["power (W)"].map("{:.0f}".format),
+                           "owned cost ($)": frame["owned cost ($)"].map("{:,.0f}".format),
+                           "per $1,000 owned": frame["per $1,000 owned"].map("{:.3f}".format)})
+
+
+# --- cloud or desktop --------------------------------------------------------------------------
+
+DAYS = np.linspace(0.0, 1500.0, 16)
+
+
+def cloud_vs_desktop(utilization, cloud_usd_per_hour, desktop_usd):
+    """Cumulative cost of the desktop and of renting, against days of use."""
+    d = cost.POST_DESKTOP
+    watts = d["gpu_w"] + d["cpu_w"]
+    desk = cost.desktop_usd(desktop_usd, watts, utilization, DAYS, d["usd_per_kwh"])
+    cloud = cost.cloud_usd(cloud_usd_per_hour, utilization, DAYS)
+    return {"days": np.concatenate([DAYS, DAYS]), "usd": np.concatenate([desk, cloud]),
+            "option": ["desktop"] * DAYS.size + ["cloud"] * DAYS.size}
+
+
+def cloud_vs_desktop_chart(base):
+    return base.mark_line(clip=True).encode(
+        x=alt.X("days:Q", title="days of ownership"),
+        y=alt.Y("usd:Q", title="cumulative cost ($)", scale=alt.Scale(domain=[0, 8000])),
+        color=alt.Color("option:N", scale=alt.Scale(domain=["desktop", "cloud"],
+                                                    range=["#1b9e77", "#d95f02"])),
+        strokeDash=alt.StrokeDash("option:N", scale=alt.Scale(domain=["desktop", "cloud"])),
+        tooltip=["option:N", alt.Tooltip("days:Q", format=".0f"),
+                 alt.Tooltip("usd:Q", format=",.0f")],
+    ).properties(width=400, height=240)
+
+
+CLOUD = Exploration(
+    name="cloud_vs_desktop",
+    compute=cloud_vs_desktop,
+    params=(Slider("utilization", "utilization", 0.05, 0.95, 0.05, 0.15, grid_step=0.1),
+            Slider("cloud_usd_per_hour", "cloud price", 0.5, 4.0, 0.02, 2.14,
+                   unit="$/h", grid_step=0.5),
+            Choice("desktop_usd", "desktop price ($)", (1500, 2200, 3500), 2200)),
+    chart=cloud_vs_desktop_chart,
+    description="Cumulative cost of a 450 W desktop (electricity at $0.12/kWh) and of an on-demand "
+                "cloud instance used for the same hours: the lines cross at the break-even day.",
+)
+
+
+def breakeven_frame(hourly_rates=(1.0, 2.14, 4.0)) -> pd.DataFrame:
+    """Break-even days of the guide's desktop against cloud prices, at the guide's utilization presets."""
+    d = cost.POST_DESKTOP
+    watts = d["gpu_w"] + d["cpu_w"]
+    rows = []
+    for label, u in cost.UTILIZATION.items():
+        row = {"use": label, "utilization": f"{u:.1%}"}
+        for rate in hourly_rates:
+            days = cost.breakeven_days(d["desktop_usd"], watts, d["usd_per_kwh"], rate, u)
+            row[f"${rate:.2f}/h"] = f"{float(days):,.0f} days"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("use")
+
+
+EXPLORATIONS = [RANKING, DECODE, CLOUD]

@@ -1,0 +1,553 @@
+"""How fast each accelerator runs three workloads: a step as a sum of roofline-timed kernels.
+
+A training step or a decoding step is a list of kernels, each with its FLOP, the bytes it
+moves and how often it runs. Each kernel takes the longest of its compute time (FLOP over
+an achievable share of the dense 16-bit Tensor Core peak), its memory time (bytes over an
+achievable share of the DRAM bandwidth) and a launch overhead; kernels run one after
+another, so the step time is their sum. The same kernel list runs on every accelerator,
+so nothing is fitted per card. Work is in FLOP, traffic in bytes, rates in FLOP/s and
+bytes/s, times in seconds, throughput in samples (or tokens) per second.
+Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _checks, cost, hardware, measured, memory, workloads
+from .units import TFLOPS
+
+WORKLOADS = ("transformer-train", "cnn-train", "llm-decode")
+#: Units of each workload's throughput.
+UNITS = {"transformer-train": "sequences/s", "cnn-train": "images/s", "llm-decode": "tokens/s"}
+#: The card that relative throughputs are divided by unless another is named.
+REFERENCE = "A100 SXM4 40GB"
+
+#: Achievable share of the dense Tensor Core peak in a large GEMM: rounded from the measured
+#: maximum achievable matmul FLOPS (A100 SXM 87%, A100 PCIe 81%, H100 SXM 80%; Bekman's MAMF).
+GEMM_EFFICIENCY = 0.8
+#: Achievable share of the DRAM bandwidth in a streaming kernel: rounded from STREAM-like
+#: read kernels (V100 96%, A100 40GB 96%, H100 PCIe 97%; RRZE gpu-benches) and triad (87-92%).
+BANDWIDTH_EFFICIENCY = 0.9
+#: Launch overhead per kernel in seconds (torchao's roofline model of an H100: 2 us).
+LAUNCH_SECONDS = 2e-6
+
+#: BERT-large as fine-tuned on SQuAD in the measured runs: 24 layers, width 1024, feed-forward
+#: 4096, 16 heads, 384-token sequences, WordPiece vocabulary of 30,522 and 512 positions.
+BERT_LARGE_SQUAD = {"layers": 24, "d_model": 1024, "d_ff": 4096, "heads": 16, "seq": 384,
+                    "vocab": 30522, "positions": 512}
+
+#: Elementwise passes per layer and token in the transformer step, in elements read plus
+#: written for each unfused operation: softmax reads and writes the a x s scores, dropout on
+#: the probabilities also writes a one-byte mask (2.5 a s); two (dropout, residual add,
+#: layer norm) blocks move 7 d each; GELU reads and writes d_ff. Backward moves twice as much.
+TRANSFORMER_ELEMENTWISE = {"softmax": ("scores", 2.0), "attention dropout": ("scores", 2.5),
+                           "dropout, residual, layer norm": ("width", 14.0),
+                           "GELU": ("ffn", 2.0)}
+BACKWARD_ELEMENTWISE = 2.0
+#: Bytes per parameter of a mixed-precision Adam update: FP32 master weight, momentum and
+#: variance each read and written (24), the 16-bit gradient read (2), the 16-bit copy written (2).
+ADAM_BYTES_PER_PARAM = 28.0
+
+#: ResNet-50 v1.5 (He et al. 2016, Table 1; stride in the 3x3 convolution as in torchvision and
+#: NVIDIA's DeepLearningExamples): (blocks, bottleneck width, output width, stride).
+RESNET50_STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2))
+#: Batch norm + ReLU passes over each convolution's output: 3 forward (statistics, then read
+#: and write), 5 backward (two reductions and a read-read-write); a residual add moves 3 each way.
+BN_RELU_PASSES = 8.0
+RESIDUAL_PASSES = 6.0
+
+
+def _efficiencies(gemm_efficiency, bandwidth_efficiency):
+    return (_checks.in_range("gemm_efficiency", gemm_efficiency, 1e-3, 1.0),
+            _checks.in_range("bandwidth_efficiency", bandwidth_efficiency, 1e-3, 1.0))
+
+
+def _kernel(name, flops, nbytes, launches=1.0):
+    return (name, float(flops), float(nbytes), float(launches))
+
+
+def _gemm(name, m, k, n, repeats=1.0, act_bytes=2.0):
+    return _kernel(name, 2.0 * m * k * n, act_bytes * (m * k + k * n + m * n), repeats)
+
+
+def _table(kernels) -> dict:
+    names, flops, nbytes, launches = zip(*kernels)
+    return {"kernel": list(names), "flops": np.array(flops), "bytes": np.array(nbytes),
+            "launches": np.array(launches)}
+
+
+@_checks.finite_result
+def transformer_train_kernels(batch, seq=384, layers=24, d_model=1024, d_ff=4096, heads=16,
+                              vocab=30522, positions=512) -> dict:
+    """One mixed-precision training step of a BERT-style encoder as kernels: {"kernel", "flops", "bytes", "launches"}.
+
+    Per layer, forward: four weight GEMMs (QKV, attention output, FFN up, FFN down), two batched
+    attention GEMMs (scores, context) and the elementwise passes of
+    :data:`TRANSFORMER_ELEMENTWISE`; backward: two GEMMs per forward GEMM (input and weight
+    gradients) and :data:`BACKWARD_ELEMENTWISE` x the elementwise traffic. GEMM bytes are the
+    minimum traffic of 16-bit operands (for attention: Q, K and the scores; the probabilities,
+    V and the context). Then one Adam update over all parameters. ``launches``
+    counts how many times each kernel runs per step. Defaults: BERT-large on 384-token sequences.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    b = _checks.count("batch", batch)
+    s, L = _checks.count("seq", seq), _checks.count("layers", layers)
+    d, f = _checks.count("d_model", d_model), _checks.count("d_ff", d_ff)
+    a = _checks.count("heads", heads)
+    if d % a:
+        raise ValueError(f"d_model must be a multiple of heads (got {d} and {a})")
+    v, p = _checks.count("vocab", vocab), _checks.count("positions", positions)
+    t, dh = b * s, d // a
+    weights = (("QKV projection", t, d, 3 * d), ("attention output", t, d, d),
+               ("FFN up", t, d, f), ("FFN down", t, f, d))
+    kernels = []
+    for name, m, k, n in weights:
+        kernels.append(_gemm(f"{name} (forward)", m, k, n, L))
+        kernels.append(_gemm(f"{name} (backward, 2 GEMMs)", m, k, n, 2 * L))
+    attn = 2.0 * b * a * (s * s * dh) * 2.0
+    attn_bytes = 2.0 * b * a * (4 * s * dh + 2 * s * s)
+    kernels.append(_kernel("attention scores and context (forward)", attn, attn_bytes, L))
+    kernels.append(_kernel("attention scores and context (backward)", 2 * attn, 2 * attn_bytes, L))
+    sizes = {"scores": a * s, "width": d, "ffn": f}
+    for name, (size, passes) in TRANSFORMER_ELEMENTWISE.items():
+        nbytes = 2.0 * t * sizes[size] * passes
+        kernels.append(_kernel(f"{name} (forward)", 0.0, nbytes, L))
+        kernels.append(_kernel(f"{name} (backward)", 0.0, BACKWARD_ELEMENTWISE * nbytes, L))
+    params = L * (4 * d * d + 2 * d * f) + (v + p) * d
+    kernels.append(_kernel("Adam update", 0.0, ADAM_BYTES_PER_PARAM * params))
+    return _table(kernels)
+
+
+def _resnet50_convs(image: int):
+    """(name, input pixels, output pixels, C_in, k = C_in x kh x kw, n = C_out, is_block_output)."""
+    side = (image + 1) // 2
+    convs = [("conv1 7x7", image * image, side * side, 3, 3 * 49, 64, False)]
+    side = (side + 1) // 2
+    width_in = 64
+    for stage, (blocks, mid, out, stride) in enumerate(RESNET50_STAGES, start=2):
+        for block in range(blocks):
+            s = stride if block == 0 else 1
+            out_side = (side + s - 1) // s
+            tag = f"conv{stage}_{block + 1}"
+            px_in, px_out = side * side, out_side * out_side
+            convs.append((f"{tag} 1x1 reduce", px_in, px_in, width_in, width_in, mid, False))
+            convs.append((f"{tag} 3x3", px_in, px_out, mid, mid * 9, mid, False))
+            convs.append((f"{tag} 1x1 expand", px_out, px_out, mid, mid, out, True))
+            if block == 0:
+                convs.append((f"{tag} 1x1 downsample", px_in, px_out, width_in, width_in, out,
+                              False))
+            width_in, side = out, out_side
+    return convs
+
+
+@_checks.finite_result
+def resnet50_forward_flops(image=224):
+    """FLOP of one ResNet-50 v1.5 forward pass on one ``image`` x ``image`` picture (convolutions and the classifier).
+
+    2 x output pixels x C_in kh kw x C_out per convolution plus 2 x 2048 x 1000 for the classifier;
+    about 8.2e9 at 224 (He et al. 2016 count 3.8e9 multiply-adds for v1, stride in the 1x1).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    image = _checks.count("image", image)
+    if image < 32:
+        raise ValueError(f"image must be >= 32 pixels (got {image})")
+    convs = _resnet50_convs(image)
+    return float(sum(2.0 * px * k * n for _, _, px, _, k, n, _ in convs) + 2.0 * 2048 * 1000)
+
+
+@_checks.finite_result
+def cnn_train_kernels(batch, image=224) -> dict:
+    """One mixed-precision ResNet-50 v1.5 training step as kernels: {"kernel", "flops", "bytes", "launches"}.
+
+    Each convolution is an implicit GEMM (m = batch x output pixels, k = C_in kh kw, n = C_out)
+    run three times (forward, input gradient, weight gradient), each reading or writing the input
+    activations, the weights and the output once in 16 bits (an implicit GEMM gathers its
+    k-long rows from the input tensor on chip, so the input is not read kh kw times), followed
+    by :data:`BN_RELU_PASSES` passes over its output for batch norm and ReLU; block outputs add
+    :data:`RESIDUAL_PASSES` for the residual; then the classifier and an Adam update.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    b = _checks.count("batch", batch)
+    image = _checks.count("image", image)
+    if image < 32:
+        raise ValueError(f"image must be >= 32 pixels (got {image})")
+    kernels, params = [], 2048 * 1000
+    for name, px_in, px, c_in, k, n, block_out in _resnet50_convs(image):
+        nbytes = 2.0 * (b * px_in * c_in + k * n + b * px * n)
+        kernels.append(_kernel(f"{name} (forward, backward x2)", 2.0 * b * px * k * n, nbytes, 3))
+        passes = BN_RELU_PASSES + (RESIDUAL_PASSES if block_out else 0.0)
+        kernels.append(_kernel(f"{name} batch norm, ReLU", 0.0, 2.0 * b * px * n * passes / 4, 4))
+        params += k * n
+    kernels.append(_gemm("classifier (forward, backward x2)", b, 2048, 1000, 3))
+    kernels.append(_kernel("Adam update", 0.0, ADAM_BYTES_PER_PARAM * params))
+    return _table(kernels)
+
+
+@_checks.finite_result
+def decode_kernels(batch=1, context=2048, weight_bits=16.0, layers=32, d_model=4096,
+                   d_ff=14336, heads=32, kv_heads=8, vocab=128256, kv_bits=16.0) -> dict:
+    """One decoding step (one new token for each of ``batch`` sequences) as kernels.
+
+    Per layer: the QKV, output, gated-MLP up and down projections as GEMMs of ``batch`` rows whose
+    weights take ``weight_bits`` per parameter; attention reading each sequence's key/value cache
+    of ``context`` tokens at ``kv_bits``; four small elementwise kernels (norms, rotary, residual).
+    Then the output projection over ``vocab``. Defaults: Llama 3 8B in 16 bits.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Decoding: bandwidth over bytes per token").
+    """
+    b, ctx = _checks.count("batch", batch), _checks.count("context", context)
+    wb = _checks.scalar("weight_bits", weight_bits) / 8.0
+    kb = _checks.scalar("kv_bits", kv_bits) / 8.0
+    if not (1 <= 8 * wb <= 32 and 1 <= 8 * kb <= 32):
+        raise ValueError("weight_bits and kv_bits must be in [1, 32]")
+    L, d = _checks.count("layers", layers), _checks.count("d_model", d_model)
+    f, a = _checks.count("d_ff", d_ff), _checks.count("heads", heads)
+    g, v = _checks.count("kv_heads", kv_heads), _checks.count("vocab", vocab)
+    if d % a or a % g:
+        raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
+    dh = d // a
+
+    def proj(name, k, n, repeats=L):
+        return _kernel(name, 2.0 * b * k * n, k * n * wb + 2.0 * b * (k + n), repeats)
+
+    kv_bytes = 2.0 * g * dh * ctx * kb
+    kernels = [proj("QKV projection", d, d + 2 * g * dh), proj("attention output", d, d),
+               proj("MLP gate and up", d, 2 * f), proj("MLP down", f, d),
+               _kernel("attention over the KV cache", 4.0 * b * a * dh * ctx, b * kv_bytes, L),
+               _kernel("norms, rotary, residuals", 0.0, 2.0 * b * d * 2.0 * 4, 4 * L),
+               proj("output projection", d, v, 1)]
+    return _table(kernels)
+
+
+@_checks.finite_result
+def kv_cache_bytes(context, layers=32, d_model=4096, heads=32, kv_heads=8, kv_bits=16.0):
+    """Bytes of one sequence's key/value cache: 2 x layers x kv_heads x head width x context x kv_bits / 8.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    ctx = _checks.positive_int("context", context)
+    L, d = _checks.count("layers", layers), _checks.count("d_model", d_model)
+    a, g = _checks.count("heads", heads), _checks.count("kv_heads", kv_heads)
+    if d % a or a % g:
+        raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
+    bits = _checks.in_range("kv_bits", kv_bits, 1.0, 32.0)
+    return 2.0 * L * g * (d // a) * ctx * bits / 8.0
+
+
+@_checks.finite_result
+def weight_bytes(weight_bits=16.0, layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8,
+                 vocab=128256, input_embedding: bool = True):
+    """Bytes of a decoder-only transformer's weights at ``weight_bits`` per parameter.
+
+    :func:`gpumodel.workloads.transformer_params` x ``weight_bits`` / 8; with
+    ``input_embedding=False``, the bytes a decoding step reads (the embedding table is only
+    indexed). Llama 3 8B in 16 bits: 16.06e9 bytes, 15.01e9 without the input embedding.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    bits = _checks.in_range("weight_bits", weight_bits, 1.0, 32.0)
+    params = workloads.transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab,
+                                          input_embedding)
+    return params * bits / 8.0
+
+
+@_checks.finite_result
+def kernel_times(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
+                 bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS):
+    """Seconds each kernel of ``kernels`` spends per step on each card: array (kernels, cards).
+
+    launches x max(flops / (gemm_efficiency x peak_flops), bytes / (bandwidth_efficiency x
+    bandwidth), launch_seconds), with ``peak_flops`` (FLOP/s) and ``bandwidth`` (bytes/s)
+    broadcast as one value per card.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    ge, be = _efficiencies(gemm_efficiency, bandwidth_efficiency)
+    peak = np.atleast_1d(_checks.positive("peak_flops", peak_flops))
+    bw = np.atleast_1d(_checks.positive("bandwidth", bandwidth))
+    launch = _checks.non_negative("launch_seconds", launch_seconds)
+    if not isinstance(kernels, dict) or not {"flops", "bytes", "launches"} <= set(kernels):
+        raise ValueError("kernels must be a dict from one of the *_kernels functions")
+    flops = np.asarray(kernels["flops"], float)[:, None]
+    nbytes = np.asarray(kernels["bytes"], float)[:, None]
+    each = memory.kernel_seconds(flops, nbytes, ge * peak, be * bw, launch)
+    return np.asarray(kernels["launches"], float)[:, None] * each
+
+
+def _workload(name) -> str:
+    return _checks.choice("workload", name, WORKLOADS)
+
+
+def kernels_for(workload: str, batch=None, **options) -> dict:
+    """The kernel table of ``workload`` at ``batch`` (default: 32 sequences, 256 images, 1 decoded sequence).
+
+    ``options`` go to :func:`transformer_train_kernels`, :func:`cnn_train_kernels` or
+    :func:`decode_kernels`.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    workload = _workload(workload)
+    builders = {"transformer-train": (transformer_train_kernels, 32),
+                "cnn-train": (cnn_train_kernels, 256), "llm-decode": (decode_kernels, 1)}
+    build, default = builders[workload]
+    return build(default if batch is None else batch, **options)
+
+
+MATH = ("16-bit", "fp8")
+
+
+def _peak(acc, math: str) -> float:
+    if math == "fp8" and acc.fp8_tflops is not None:
+        return acc.peak_flops("fp8")
+    return acc.peak_flops("fp16" if acc.fp16_tflops is not None else "bf16")
+
+
+def card_rates(accelerators, math: str = "16-bit") -> tuple[np.ndarray, np.ndarray]:
+    """Dense Tensor Core peak (FLOP/s) and DRAM bandwidth (bytes/s) of each card.
+
+    ``math="16-bit"``: FP16, else BF16, with FP32 accumulation (the half rate on GeForce cards).
+    ``math="fp8"``: the FP8 peak where the card has one, else the 16-bit peak.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    math = _checks.choice("math", math, MATH)
+    cards = _cards(accelerators)
+    return (np.array([_peak(a, math) for a in cards]), np.array([a.bandwidth for a in cards]))
+
+
+def _cards(accelerators, name: str = "accelerators") -> list:
+    if accelerators is None:
+        return hardware.accelerators()
+    if isinstance(accelerators, (str, hardware.Accelerator)):
+        accelerators = [accelerators]
+    if not isinstance(accelerators, (list, tuple)) or not accelerators:
+        raise ValueError(f"{name} must be an accelerator name, an Accelerator row or a non-empty "
+                         f"list of them (got {accelerators!r:.60})")
+    cards = []
+    for a in accelerators:
+        if isinstance(a, hardware.Accelerator):
+            cards.append(a)
+        elif isinstance(a, str):
+            try:
+                cards.append(hardware.get(a))
+            except ValueError as err:
+                raise ValueError(f"{name}: {err}") from None
+        else:
+            raise ValueError(f"{name} must hold accelerator names or Accelerator rows (got {a!r:.60})")
+    return cards
+
+
+def _batches(batch, n: int) -> list:
+    if batch is None:
+        return [None] * n
+    if isinstance(batch, (list, tuple, np.ndarray)):
+        values = list(np.asarray(batch, dtype=object).ravel()) if not isinstance(batch, list) \
+            else batch
+        if len(values) != n:
+            raise ValueError(f"batch must be one value or one per accelerator ({n}), "
+                             f"got {len(values)}")
+        return [_checks.count("batch", b) for b in values]
+    return [_checks.count("batch", batch)] * n
+
+
+def throughput(workload: str, accelerators=None, batch=None, gemm_efficiency=GEMM_EFFICIENCY,
+               bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS,
+               math: str = "16-bit", **options) -> np.ndarray:
+    """Modelled throughput of each card in :data:`UNITS` of ``workload``: batch / step seconds.
+
+    ``batch`` is one value for all cards or one per card; ``math`` picks the Tensor Core peak
+    (:func:`card_rates`); ``options`` describe the workload (see :func:`kernels_for`).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    workload = _workload(workload)
+    cards = _cards(accelerators)
+    batches = _batches(batch, len(cards))
+    for name, value in (("gemm_efficiency", gemm_efficiency),
+                        ("bandwidth_efficiency", bandwidth_efficiency),
+                        ("launch_seconds", launch_seconds)):
+        _checks.scalar(name, value)
+    peak, bw = card_rates(cards, math)
+    default = {"transformer-train": 32, "cnn-train": 256, "llm-decode": 1}[workload]
+    out = np.empty(len(cards))
+    for b in dict.fromkeys(batches):
+        where = np.array([x == b for x in batches])
+        table = kernels_for(workload, b, **options)
+        steps = kernel_times(table, peak[where], bw[where], gemm_efficiency,
+                             bandwidth_efficiency, launch_seconds).sum(axis=0)
+        out[where] = (default if b is None else float(b)) / steps
+    return out
+
+
+throughput = _checks.finite_result(throughput)
+
+
+def relative_throughput(workload: str, accelerators=None, reference: str = REFERENCE,
+                        batch=None, **options) -> np.ndarray:
+    """Each card's modelled throughput divided by the ``reference`` card's, same settings.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    """
+    if isinstance(batch, (list, tuple, np.ndarray)):
+        raise ValueError("relative_throughput takes one batch for all cards; use throughput() "
+                         "for per-card batches")
+    cards = _cards(accelerators) + _cards([reference], "reference")
+    speed = throughput(workload, cards, batch, **options)
+    return speed[:-1] / speed[-1]
+
+
+relative_throughput = _checks.finite_result(relative_throughput)
+
+
+# --- measured reality -------------------------------------------------------------------------
+
+#: The measured runs each workload is checked against (ids ``lambda.<model>.*`` and
+#: ``decode.<model>.*`` in ``data/measurements.csv``) and the card they are relative to.
+VALIDATION = {"transformer-train": ("lambda.bert_large.", "A100 SXM4 80GB"),
+              "cnn-train": ("lambda.resnet50.", "A100 SXM4 80GB"),
+              "llm-decode": ("decode.llama3_8b_f16.", "A100 SXM4 80GB")}
+#: Rival predictors of relative speed: the model, the bandwidth ratio, the 16-bit peak ratio.
+PREDICTORS = ("model", "bandwidth", "peak")
+
+
+def _decode_options(row) -> dict:
+    """Workload options of a measured decoding row: weight bits from the stated file size."""
+    params = float(row["detail"].split("params=")[1].split(";")[0])
+    nbytes = float(row["detail"].split("file_bytes=")[1].split(";")[0])
+    return {"weight_bits": 8.0 * nbytes / params, "context": int(row["detail"].split(
+        "context=")[1].split(";")[0])}
+
+
+def validation(workload: str, predictor: str = "model", reference: str | None = None) -> list[dict]:
+    """Predicted against measured throughput relative to a reference card, one dict per card.
+
+    Each card is modelled at the batch it was measured with. Keys: accelerator, batch,
+    measured (in :data:`UNITS`), predicted (same units), measured_relative,
+    predicted_relative, error (predicted_relative / measured_relative - 1: positive where the
+    model overrates the card against the reference). ``predictor`` is one of
+    :data:`PREDICTORS`; ``reference`` defaults to the workload's in :data:`VALIDATION`.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    workload = _workload(workload)
+    predictor = _checks.choice("predictor", predictor, PREDICTORS)
+    prefix, default = VALIDATION[workload]
+    rows = measured.measurements(prefix)
+    if not rows:
+        raise ValueError(f"no measured rows for {workload} (ids starting {prefix!r})")
+    names = [r["hardware"] for r in rows]
+    reference = default if reference is None else _cards([reference], "reference")[0].name
+    if reference not in names:
+        raise ValueError(f"reference must be a card measured for {workload}: "
+                         f"{', '.join(names)} (got {reference!r})")
+    batches = [int(r["batch"]) for r in rows]
+    options = _decode_options(rows[0]) if workload == "llm-decode" else {}
+    modelled = throughput(workload, names, batches, **options)
+    if predictor == "model":
+        speed = modelled
+    else:
+        peak, bw = card_rates(names)
+        speed = bw if predictor == "bandwidth" else peak
+    ref = names.index(reference)
+    out = []
+    for name, b, row, s, m in zip(names, batches, rows, speed, modelled):
+        m_rel = row["value"] / rows[ref]["value"]
+        p_rel = float(s / speed[ref])
+        out.append({"accelerator": name, "batch": b, "measured": row["value"],
+                    "predicted": float(m), "measured_relative": m_rel,
+                    "predicted_relative": p_rel, "error": p_rel / m_rel - 1.0})
+    return out
+
+
+def median_error(workload: str, predictor: str = "model", reference: str | None = None) -> float:
+    """Median absolute relative error of :func:`validation` over the cards other than the reference.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    rows = validation(workload, predictor, reference)
+    ref = VALIDATION[_workload(workload)][1] if reference is None else \
+        _cards([reference], "reference")[0].name
+    return float(np.median([abs(r["error"]) for r in rows if r["accelerator"] != ref]))
+
+
+# --- ranking and recommendation -----------------------------------------------------------------
+
+def _price(acc, prices) -> float | None:
+    if prices is not None and acc.name in prices:
+        return float(_checks.non_negative(f"prices[{acc.name!r}]", prices[acc.name]))
+    return acc.launch_price_usd
+
+
+def _check_prices(prices) -> None:
+    if prices is None:
+        return
+    if not isinstance(prices, dict):
+        raise ValueError("prices must be a dict from accelerator name to US dollars")
+    for name, value in prices.items():
+        _cards([name], "prices")
+        _checks.non_negative(f"prices[{name!r}]", value)
+
+
+def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=None,
+         batch=None, math: str = "16-bit", **options) -> list[dict]:
+    """Every card's modelled throughput relative to ``reference``, fastest first (ties by name).
+
+    Rows: accelerator, workload, relative_throughput, memory_gib, usable_memory_gib,
+    price_usd (``prices`` overrides the table's launch price) and relative_per_1000_usd
+    (relative throughput per 1,000 dollars of card; None without a price).
+    Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
+    """
+    workload = _workload(workload)
+    cards = _cards(accelerators)
+    ref = _cards([reference], "reference")[0]
+    _check_prices(prices)
+    both = throughput(workload, cards + [ref], batch, math=math, **options)
+    speed, base = both[:-1], both[-1]
+    rows = []
+    for acc, s in zip(cards, speed):
+        price = _price(acc, prices)
+        rel = float(s / base)
+        rows.append({"accelerator": acc.name, "workload": workload, "relative_throughput": rel,
+                     "memory_gib": acc.memory_gib, "usable_memory_gib": acc.usable_memory_gib,
+                     "price_usd": price,
+                     "relative_per_1000_usd": None if not price else float(cost.per_dollar(rel, price))})
+    return sorted(rows, key=lambda r: (-r["relative_throughput"], r["accelerator"]))
+
+
+def recommend(workload: str, budget_usd, memory_gib, eight_bit: bool = False, prices=None,
+              accelerators=None, top: int = 5, years=5.0, utilization=0.15,
+              usd_per_kwh=0.175) -> list[dict]:
+    """A short list: cards priced within ``budget_usd`` with at least ``memory_gib`` of memory, best value first.
+
+    Value is relative throughput per 1,000 dollars of the card's price plus its electricity
+    (rated power at ``utilization`` for ``years`` at ``usd_per_kwh``; ``years=0`` for the
+    price alone). Memory is the usable memory where the table has it, else the nominal one.
+    ``eight_bit`` models training on FP8 Tensor Cores (where a card has them) and decoding
+    from 8-bit weights. Every row carries its ``reason``; cards without a price are left out
+    (pass ``prices``).
+    Explained in :doc:`/book/choosing_a_gpu` (section "A recommendation, computed").
+    """
+    workload = _workload(workload)
+    budget = _checks.scalar("budget_usd", budget_usd)
+    need = _checks.scalar("memory_gib", memory_gib)
+    if budget <= 0 or need < 0:
+        raise ValueError("budget_usd must be > 0 and memory_gib >= 0")
+    eight = _checks.flag("eight_bit", eight_bit)
+    top = _checks.count("top", top)
+    years = _checks.scalar("years", years)
+    utilization = _checks.scalar("utilization", utilization)
+    usd_per_kwh = _checks.scalar("usd_per_kwh", usd_per_kwh)
+    cost.electricity_usd(0.0, utilization, years, usd_per_kwh)
+    options = {"weight_bits": 8.0} if eight and workload == "llm-decode" else {}
+    math = "fp8" if eight and workload != "llm-decode" else "16-bit"
+    cards = {a.name: a for a in _cards(accelerators)}
+    rows = rank(workload, accelerators=list(cards.values()), prices=prices, math=math, **options)
+    picks = []
+    for r in rows:
+        memory = r["usable_memory_gib"] or r["memory_gib"]
+        if r["price_usd"] is None or r["price_usd"] > budget or memory < need:
+            continue
+        watts = cards[r["accelerator"]].tdp_w or 0.0
+        owned = float(cost.ownership_usd(r["price_usd"], watts, utilization, years, usd_per_kwh))
+        value = float(cost.per_dollar(r["relative_throughput"], owned)) if owned > 0 else 0.0
+        r = dict(r, owned_usd=owned, relative_per_1000_owned_usd=value,
+                 reason=(f"{memory:.1f} GiB >= {need:g} GiB needed; ${r['price_usd']:,.0f} <= "
+                         f"${budget:,.0f}; {r['relative_throughput']:.2f}x the {REFERENCE}; "
+                         f"{value:.3f} per $1,000 with {years:g} years of power"))
+        picks.append(r)
+    picks.sort(key=lambda r: (-r["relative_per_1000_owned_usd"], -r["relative_throughput"],
+                              r["accelerator"]))
+    return picks[:top]

@@ -1,0 +1,244 @@
+"""The chapter on choosing a GPU: money, power, the kernel-sum speed model, ranking and memory."""
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpumodel import cost, hardware, throughput, workloads
+from gpumodel.explorations import choosing_a_gpu as C
+
+D = cost.POST_DESKTOP
+
+
+# --- money -------------------------------------------------------------------------------------
+
+def test_the_guides_desktop_example():
+    watts = D["gpu_w"] + D["cpu_w"]
+    assert cost.energy_kwh(watts, 0.15, cost.HOURS_PER_YEAR) == pytest.approx(591.3)
+    assert cost.electricity_usd(watts, 0.15, 1, 0.12) == pytest.approx(70.956)
+    assert cost.cloud_usd(2.14, 0.15, 300) == pytest.approx(2311.2)
+    assert cost.desktop_usd(2200, watts, 0.15, 300, 0.12) == pytest.approx(2200 + 70.956 * 300 / 365)
+    assert cost.breakeven_days(2200, watts, 0.12, 2.14, 0.15) == pytest.approx(292.96, abs=0.01)
+
+
+def test_rtx4090_electricity_is_103_dollars_a_year():
+    assert cost.electricity_usd(450, 0.15, 1, 0.175) == pytest.approx(103.48, abs=0.01)
+
+
+@settings(max_examples=60, deadline=None)
+@given(price=st.floats(100, 1e5), watts=st.floats(0, 3000), kwh=st.floats(0, 1),
+       hourly=st.floats(5, 50), u=st.floats(0.01, 1))
+def test_desktop_and_cloud_cost_the_same_on_the_breakeven_day(price, watts, kwh, hourly, u):
+    days = cost.breakeven_days(price, watts, kwh, hourly, u)
+    assert cost.desktop_usd(price, watts, u, days, kwh) == pytest.approx(cost.cloud_usd(hourly, u, days))
+
+
+@settings(max_examples=40, deadline=None)
+@given(u1=st.floats(0.01, 1), u2=st.floats(0.01, 1))
+def test_breakeven_comes_sooner_with_more_use(u1, u2):
+    lo, hi = sorted((u1, u2))
+    assert cost.breakeven_days(2200, 450, 0.12, 2.14, hi) <= cost.breakeven_days(2200, 450, 0.12, 2.14, lo)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: cost.ownership_usd(-1, 450, 0.15, 5, 0.175), "purchase_usd"),
+    (lambda: cost.electricity_usd(450, 0.15, 5, -0.1), "usd_per_kwh"),
+    (lambda: cost.cloud_usd(-2.14, 0.15, 300), "usd_per_hour"),
+    (lambda: cost.cloud_usd(2.14, 1.5, 300), "utilization"),
+    (lambda: cost.energy_kwh(450, -0.1, 10), "utilization"),
+    (lambda: cost.breakeven_days(2200, 450, 0.12, 0.01, 0.15), "cloud_usd_per_hour"),
+    (lambda: cost.breakeven_days(2200, 450, 0.12, 2.14, 0.0), "utilization"),
+    (lambda: cost.energy_per_work_change(250, 200, 1.0), "slowdown"),
+])
+def test_bad_money_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_power_limit_and_psu():
+    assert cost.psu_headroom_w(1600, 4, 350) == 200
+    assert cost.system_power_w(4, 450, 150, 50) == 2000
+    assert cost.energy_per_work_change(250, 200, 0.07) == pytest.approx(0.8 / 0.93 - 1)
+
+
+# --- the kernel-sum model ------------------------------------------------------------------------
+
+def test_resnet50_v15_forward_is_4_09_gmac():
+    assert throughput.resnet50_forward_flops() / 2 == pytest.approx(4.089e9, rel=1e-3)
+
+
+def test_bert_large_parameters_and_activations():
+    assert workloads.encoder_params() == 333_768_704
+    per_layer = 384 * 1 * 1024 * (34 + 5 * 16 * 384 / 1024)
+    assert workloads.activation_bytes(24, 1024, 16, 384, 1) == pytest.approx(24 * per_layer)
+
+
+def test_lambda_batches_fit_the_memory_model():
+    for r in throughput.measured.measurements("lambda.bert_large."):
+        usable = hardware.get(r["hardware"]).usable_memory_bytes
+        if usable is None:
+            continue
+        fit = workloads.max_training_batch(usable, workloads.encoder_params(), 24, 1024, 16, 384)
+        assert r["batch"] <= fit <= 1.25 * r["batch"], r
+
+
+def test_transformer_step_counts_six_flop_per_weight_and_token():
+    table = throughput.transformer_train_kernels(2, seq=128, layers=3)
+    gemm = sum(f * n for k, f, n in zip(table["kernel"], table["flops"], table["launches"])
+               if f > 0 and not k.startswith("attention scores"))
+    weights = 3 * (4 * 1024**2 + 2 * 1024 * 4096)
+    assert gemm == pytest.approx(6 * weights * 2 * 128)
+
+
+def test_decode_moves_the_weights_once_per_step():
+    table = throughput.decode_kernels(1, context=1, weight_bits=16)
+    weights = workloads.transformer_params(**workloads.LLAMA3_8B, input_embedding=False) - \
+        (2 * 32 + 1) * 4096
+    moved = float(table["bytes"] @ table["launches"])
+    assert moved == pytest.approx(2 * weights, rel=0.01)
+
+
+@settings(max_examples=30, deadline=None)
+@given(c=st.floats(0.1, 10), batch=st.integers(1, 64))
+def test_scaling_peak_and_bandwidth_scales_throughput_without_launch_cost(c, batch):
+    table = throughput.kernels_for("transformer-train", batch, seq=128, layers=2)
+    t1 = throughput.kernel_times(table, 300e12, 2e12, launch_seconds=0.0).sum()
+    t2 = throughput.kernel_times(table, c * 300e12, c * 2e12, launch_seconds=0.0).sum()
+    assert t1 / t2 == pytest.approx(c, rel=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(bw=st.floats(1e11, 1e13), more=st.floats(1.0, 4.0))
+def test_more_bandwidth_is_never_slower(bw, more):
+    for w in throughput.WORKLOADS:
+        table = throughput.kernels_for(w)
+        slow = throughput.kernel_times(table, 300e12, bw).sum()
+        fast = throughput.kernel_times(table, 300e12, bw * more).sum()
+        assert fast <= slow
+
+
+def test_decode_at_batch_one_is_bandwidth_over_bytes():
+    h100 = hardware.get("H100 SXM5")
+    table = throughput.decode_kernels(1, context=2048)
+    moved = float(table["bytes"] @ table["launches"])
+    speed = throughput.throughput("llm-decode", ["H100 SXM5"], 1, context=2048, launch_seconds=0.0)[0]
+    assert speed == pytest.approx(throughput.BANDWIDTH_EFFICIENCY * h100.bandwidth / moved, rel=1e-6)
+
+
+def test_geforce_half_rate_is_in_the_peak():
+    peak, _ = throughput.card_rates(["RTX 4090", "RTX 6000 Ada"])
+    assert peak[0] == pytest.approx(165.2e12) and peak[1] == pytest.approx(364.2e12)
+
+
+def test_fp8_math_uses_the_fp8_peak_only_where_it_exists():
+    p16, _ = throughput.card_rates(["H100 SXM5", "A100 SXM4 40GB"])
+    p8, _ = throughput.card_rates(["H100 SXM5", "A100 SXM4 40GB"], "fp8")
+    assert p8[0] == pytest.approx(2 * p16[0], rel=1e-4) and p8[1] == p16[1]
+
+
+# --- ranking and recommendation -------------------------------------------------------------------
+
+def _toy_table():
+    base = hardware.get("RTX 4090")
+    fast = dataclasses.replace(base, name="Fast", memory_bandwidth_gbs=2000.0, fp16_tflops=400.0,
+                               launch_price_usd=4000.0, memory_gib=48, usable_memory_gib=47.0)
+    twin_a = dataclasses.replace(base, name="Twin A", launch_price_usd=1000.0)
+    twin_b = dataclasses.replace(base, name="Twin B", launch_price_usd=None)
+    slow = dataclasses.replace(base, name="Slow", memory_bandwidth_gbs=500.0, fp16_tflops=80.0,
+                               launch_price_usd=500.0, memory_gib=8, usable_memory_gib=7.5)
+    return [slow, twin_b, fast, twin_a]
+
+
+def test_rank_on_a_small_fixed_table():
+    table = _toy_table()
+    rows = throughput.rank("transformer-train", reference=table[3], accelerators=table)
+    assert [r["accelerator"] for r in rows] == ["Fast", "Twin A", "Twin B", "Slow"]
+    assert rows[1]["relative_throughput"] == rows[2]["relative_throughput"] == 1.0
+    assert rows[2]["relative_per_1000_usd"] is None
+    assert rows[1]["relative_per_1000_usd"] == pytest.approx(1.0)
+    again = throughput.rank("transformer-train", reference=table[3], accelerators=table[::-1])
+    assert rows == again
+
+
+def test_rank_uses_price_overrides():
+    rows = throughput.rank("llm-decode", accelerators=["RTX 4090"], prices={"RTX 4090": 2000})
+    assert rows[0]["price_usd"] == 2000.0
+    with pytest.raises(ValueError, match="prices"):
+        throughput.rank("llm-decode", prices={"RTX 4090": -1})
+    with pytest.raises(ValueError, match="prices"):
+        throughput.rank("llm-decode", prices={"RTX 9090": 1})
+
+
+def test_recommend_filters_by_budget_and_memory():
+    table = _toy_table()
+    picks = throughput.recommend("cnn-train", 1500, 8, accelerators=table)
+    assert [p["accelerator"] for p in picks] == ["Twin A"]
+    assert "23.6 GiB" in picks[0]["reason"]
+    assert throughput.recommend("cnn-train", 400, 0, accelerators=table) == []
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: throughput.rank("video-train"), "workload"),
+    (lambda: throughput.rank("cnn-train", reference="A200"), "reference"),
+    (lambda: throughput.throughput("cnn-train", ["H100 SXM5", "B300"]), "accelerators"),
+    (lambda: throughput.throughput("cnn-train", ["H100 SXM5"], [1, 2]), "batch"),
+    (lambda: throughput.recommend("cnn-train", -5, 8), "budget_usd"),
+    (lambda: throughput.kernel_times({"flops": [1]}, 1e12, 1e12), "kernels"),
+    (lambda: throughput.throughput("cnn-train", gemm_efficiency=1.5), "gemm_efficiency"),
+])
+def test_bad_speed_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+# --- measured reality ----------------------------------------------------------------------------
+
+#: Median absolute errors recorded when the chapter landed; a model change may not make them worse.
+RECORDED = {"transformer-train": 0.141, "cnn-train": 0.269, "llm-decode": 0.483}
+
+
+@pytest.mark.parametrize("workload", throughput.WORKLOADS)
+def test_median_error_is_no_worse_than_recorded(workload):
+    assert throughput.median_error(workload) <= RECORDED[workload]
+
+
+def test_validation_rows_are_relative_to_the_reference():
+    for w in throughput.WORKLOADS:
+        rows = throughput.validation(w)
+        ref = [r for r in rows if r["accelerator"] == "A100 SXM4 80GB"]
+        assert len(ref) == 1 and ref[0]["measured_relative"] == ref[0]["predicted_relative"] == 1.0
+
+
+def test_every_wgmma_free_gemm_in_bert_stays_compute_bound_with_l2_reuse():
+    frame = C.l2_check_frame()
+    assert set(frame["bound"]) == {"compute"}
+
+
+# --- command line -------------------------------------------------------------------------------
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "gpumodel", *args], capture_output=True, text=True)
+
+
+def test_rank_json_rows():
+    out = _cli("rank", "--workload", "transformer-train", "--json")
+    rows = json.loads(out.stdout)
+    assert out.returncode == 0 and len(rows) == len(hardware.names())
+    assert {"accelerator", "workload", "relative_throughput"} <= set(rows[0])
+    ref = next(r for r in rows if r["accelerator"] == throughput.REFERENCE)
+    assert ref["relative_throughput"] == 1.0
+    values = [r["relative_throughput"] for r in rows]
+    assert values == sorted(values, reverse=True)
+
+
+@pytest.mark.parametrize("args", [["rank", "--workload", "video"], ["rank"],
+                                  ["rank", "--workload", "cnn-train", "--reference", "A200"]])
+def test_rank_refuses_bad_input_with_one_line(args):
+    out = _cli(*args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1
