@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import hardware, memory, throughput
+from . import hardware, memory, throughput, validate
 from .units import MiB, TFLOPS
 
 
@@ -84,6 +84,24 @@ def _rank(args) -> tuple[list[dict], list[str]]:
                   "usable_memory_gib", "price_usd", "relative_per_1000_usd"]
 
 
+def _validate(args) -> tuple[list[dict], list[str], dict]:
+    rows = validate.rows(args.model, args.chapter, args.measurements)
+    if not rows:
+        raise ValueError("no measured row could be scored (check the ids and hardware names; "
+                         "see measurements/README.md)")
+    return rows, ["id", "chapter", "hardware", "measured", "predicted", "unit", "rel_error"], \
+        validate.summary(rows)
+
+
+def _summary_text(summary: dict) -> str:
+    lines = ["", "chapter            rows  median |err|  p90 |err|  within 30%"]
+    for name, s in list(summary["chapters"].items()) + [("overall", summary["overall"])]:
+        lines.append(f"{name:18s} {s['rows']:4d}  {s['median']:12.1%}  {s['p90']:9.1%}  "
+                     f"{s['within_30']:10.0%}")
+    lines.append("worst: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in summary["worst"]))
+    return "\n".join(lines)
+
+
 def _reproduce(args) -> tuple[list[dict], list[str]]:
     from . import audit
 
@@ -120,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=throughput.REFERENCE, help="the card to divide by")
     p.add_argument("--batch", type=int, help="sequences, images or decoded sequences per step")
     p.set_defaults(run=_rank)
+    p = sub.add_parser("validate", help="every measured row against the prediction of the chapter that owns it")
+    p.add_argument("--chapter", choices=validate.CHAPTERS)
+    p.add_argument("--model", default="book", choices=validate.MODELS,
+                   help="book: the chapters' models; naive: datasheet peaks alone")
+    p.add_argument("--measurements", help="a CSV written by measurements/run.py instead of the book's data")
+    p.set_defaults(run=_validate)
     p = sub.add_parser("reproduce", help="the seed audit: every number from the posts, recomputed")
     p.set_defaults(run=_reproduce)
     for p in sub.choices.values():
@@ -138,9 +162,13 @@ def _check_finite(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        rows, columns = args.run(args)
+        rows, columns, *extra = args.run(args)
         _check_finite(rows)
-        text = json.dumps(rows, indent=2, default=float, allow_nan=False) if args.json else _table(rows, columns)
+        if args.json:
+            payload = {"rows": rows, "summary": extra[0]} if extra else rows
+            text = json.dumps(payload, indent=2, default=float, allow_nan=False)
+        else:
+            text = _table(rows, columns) + (_summary_text(extra[0]) if extra else "")
     except (ValueError, OverflowError, ZeroDivisionError) as err:
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"gpumodel: error: {message}", file=sys.stderr)

@@ -39,7 +39,7 @@ import pkgutil
 
 import gpumodel
 from gpumodel import (audit, brain, cli, cost, explore, hardware, measured, memory, parallelism, precision,
-                      sparsity, throughput, units, workloads)
+                      sparsity, throughput, units, validate, workloads)
 from gpumodel import tensor_cores
 from gpumodel.explorations import all_explorations
 
@@ -49,7 +49,7 @@ SLOW = 2.0
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
            "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
            "sparsity": sparsity, "parallelism": parallelism,
-           "brain": brain, "cost": cost, "throughput": throughput}
+           "brain": brain, "cost": cost, "throughput": throughput, "validate": validate}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations"}
@@ -331,6 +331,12 @@ REGISTRY: dict[str, dict | Entry] = {
     "workloads.max_training_batch": dict(memory_bytes=24 * 2**30, params=3.3e8, layers=24, d_model=1024, heads=16,
                                          seq=384, state_bytes=16.0),
     "workloads.inference_memory_bytes": dict(weight_bytes=16e9, kv_bytes_per_sequence=1e9, batch=4),
+    "validate.dataset": dict(measurements=None),
+    "validate.read_rows": dict(text="id,what,hardware,value,unit,batch,gpus,source,detail\n"
+                                    "mine.stream.copy,copy,H100 SXM5,2900,GB/s,,1,mine,x\n", name="mine.csv"),
+    "validate.rows": dict(model="naive", chapter="sparsity", measurements=None),
+    "validate.unscored": dict(measurements=None),
+    "validate.summary": dict(scored=[{"id": "a", "chapter": "sparsity", "rel_error": 0.1}]),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),
@@ -356,6 +362,7 @@ CLI_REGISTRY = {
     "compare": ["A100 SXM4 40GB", "V100 SXM2 16GB", "--dtype", "fp16"],
     "reproduce": [],
     "rank": ["--workload", "llm-decode", "--reference", "RTX 4090", "--batch", "4"],
+    "validate": ["--chapter", "sparsity", "--model", "naive"],
 }
 
 CLI_VALUES = ["0", "-1", "0.5", "nan", "inf", "-inf", "1e300", "1" + "0" * 400, "1" + "0" * 103, "",

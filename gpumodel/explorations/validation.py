@@ -1,0 +1,76 @@
+"""Predicted against measured, per chapter: the charts and tables of each chapter's "Where this model is wrong".
+
+The same rows and predictions as ``python -m gpumodel validate`` (:mod:`gpumodel.validate`).
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from .. import validate
+
+
+def points(chapter: str) -> pd.DataFrame:
+    """The chapter's scored rows with their absolute error, largest first."""
+    frame = pd.DataFrame(validate.rows(chapter=chapter))
+    frame["abs_error"] = frame["rel_error"].abs()
+    return frame.sort_values(["abs_error", "id"], ascending=[False, True]).reset_index(drop=True)
+
+
+def chart(chapter: str):
+    """Predicted against measured (log-log, one panel per unit) with the line of perfect prediction."""
+    frame = points(chapter)
+    lo = float(min(frame["measured"].min(), frame["predicted"].min())) / 1.5
+    hi = float(max(frame["measured"].max(), frame["predicted"].max())) * 1.5
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    line = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(
+        strokeDash=[4, 3], color="#555").encode(x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
+    dots = alt.Chart(frame).mark_point(filled=True, size=60).encode(
+        x=alt.X("measured:Q", title="measured (the row's unit, log scale)", scale=scale),
+        y=alt.Y("predicted:Q", title="predicted by the chapter's model", scale=scale),
+        color=alt.Color("workload:N", title=None, scale=alt.Scale(scheme="dark2")),
+        shape=alt.Shape("workload:N", title=None),
+        tooltip=["id:N", "hardware:N", "unit:N", alt.Tooltip("measured:Q", format=",.4g"),
+                 alt.Tooltip("predicted:Q", format=",.4g"), alt.Tooltip("rel_error:Q", format="+.0%")])
+    return (line + dots).properties(width=380, height=320)
+
+
+def worst_frame(chapter: str, top: int = 5) -> pd.DataFrame:
+    """The chapter's largest misses: measured, predicted and error, in each row's unit."""
+    frame = points(chapter).head(top)
+    return pd.DataFrame({"id": frame["id"], "hardware": frame["hardware"],
+                         "measured": frame["measured"].map("{:,.4g}".format),
+                         "predicted": frame["predicted"].map("{:,.4g}".format),
+                         "unit": frame["unit"],
+                         "error": frame["rel_error"].map("{:+.0%}".format)}).set_index("id")
+
+
+def score(chapter: str | None = None) -> dict:
+    """Median |error|, 90th percentile and share within 30% of the book's models and of the datasheet alone."""
+    out = {}
+    for model in validate.MODELS:
+        summary = validate.summary(validate.rows(model, chapter))
+        out[model] = summary["overall"]
+    return out
+
+
+def score_frame() -> pd.DataFrame:
+    """Per chapter and overall: rows, median |error| of the book's models and of the datasheet alone."""
+    rows = []
+    book = validate.summary(validate.rows("book"))
+    naive = validate.summary(validate.rows("naive"))
+    for name, stats in list(book["chapters"].items()) + [("overall", book["overall"])]:
+        base = naive["overall"] if name == "overall" else naive["chapters"][name]
+        rows.append({"chapter": name, "rows": stats["rows"],
+                     "median, book": f"{stats['median']:.0%}",
+                     "median, datasheet alone": f"{base['median']:.0%}",
+                     "within 30%, book": f"{stats['within_30']:.0%}"})
+    return pd.DataFrame(rows).set_index("chapter")
+
+
+def error_range(chapter: str, prefix: str, model: str = "book") -> tuple[float, float]:
+    """Smallest and largest error (predicted / measured - 1) of the chapter's rows whose id starts with ``prefix``."""
+    errors = [r["rel_error"] for r in validate.rows(model, chapter) if r["id"].startswith(prefix)]
+    if not errors:
+        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+    return min(errors), max(errors)

@@ -1,0 +1,417 @@
+"""How wrong is each model? Every published measurement next to the prediction of the chapter that owns it.
+
+Each measured row of ``data/measurements.csv`` and ``data/collectives.csv`` that a chapter's
+model can predict gets one prediction, in the row's own unit, from that chapter's model and
+the hardware table, with nothing fitted to the row. Two model sets are scored: ``"book"``,
+the models the chapters teach, and ``"naive"``, the datasheet alone (peak FLOP/s, peak
+bandwidth, a link's line rate, the 2x of 2:4 sparsity), so that every improvement is measured.
+Rows that are inputs (the dense baseline of a speed-up, the V100 side of an A100/V100 ratio)
+or that no chapter models are listed by :func:`unscored` with the reason.
+Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality") and in each chapter's
+"Where this model is wrong".
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import _checks, hardware, measured, memory, parallelism, sparsity, throughput, workloads
+from .units import GB, TFLOPS
+
+MODELS = ("book", "naive")
+CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism",
+            "choosing_a_gpu")
+COLUMNS = ("id", "chapter", "hardware", "workload", "measured", "predicted", "unit", "rel_error",
+           "source")
+#: A row is "within" when its absolute relative error is at most this.
+WITHIN = 0.30
+
+#: Boards measured in the data that share their Tensor Core peak with a row of the table
+#: (GH200's GPU has the H100 SXM5's peak; NVIDIA lists both A100 40GB boards at 312 TFLOPS).
+PEAK_ALIASES = {"A100 SXM4": "A100 SXM4 40GB", "A100 PCIe": "A100 SXM4 40GB", "GH200": "H100 SXM5"}
+#: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table:
+#: the V100 PCIe and SXM2 16GB both have 900 GB/s, the A100 40GB boards 1555 GB/s.
+MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB"}
+#: The NVLink generation of each collective's hardware.
+LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
+#: The latency per ring step the parallelism chapter assumes (5 us), not fitted to a sweep.
+RING_STEP_SECONDS = 5e-6
+#: Share of the link a ring reaches (NCCL's protocol overhead on NVLink, parallelism chapter).
+PROTOCOL_EFFICIENCY = 0.8
+#: Launch overhead per kernel that the sparsity chapter's GEMM model uses, seconds.
+SPARSE_OVERHEAD_SECONDS = 5e-6
+#: DeepBench tilings the book's GEMM model chooses from (tile_m, tile_n, split-K), as cuBLAS does.
+GEMM_CONFIGS = ((128, 128, 1), (128, 128, 2), (128, 128, 4), (64, 128, 1), (64, 64, 1),
+                (64, 64, 2), (128, 256, 1), (256, 128, 1), (128, 32, 1), (128, 32, 4))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one family of rows (ids starting with ``prefix``) is predicted."""
+    prefix: str
+    chapter: str
+    workload: str
+    predict: Callable[[dict, str], float | None]
+
+
+def _card(name: str, aliases: dict | None = None) -> hardware.Accelerator:
+    return hardware.get((aliases or {}).get(name, name))
+
+
+def _row_value(id: str, rows: dict) -> float:
+    return rows[id]["value"]
+
+
+# --- memory hierarchy: GEMMs, bandwidth, A100 against V100 -------------------------------------
+
+def _deepbench(row: dict, model: str, rows: dict) -> float:
+    _, _, dtype, shape, _ = row["id"].split(".")
+    m, n, k = (int(x) for x in shape.split("x"))
+    acc = _card(row["hardware"])
+    peak = acc.fp32_tflops * TFLOPS if dtype == "fp32" else acc.peak_flops("fp16")
+    flops = memory.matmul_flops(m, k, n)
+    if model == "naive":
+        return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
+    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count, tm, tn, s, dtype))
+               for tm, tn, s in GEMM_CONFIGS)
+    return float(flops / best / TFLOPS)
+
+
+def _stream(row: dict, model: str, rows: dict) -> float | None:
+    if MEMORY_ALIASES.get(row["hardware"], row["hardware"]) not in hardware.names():
+        return None
+    return _card(row["hardware"], MEMORY_ALIASES).memory_bandwidth_gbs
+
+
+def _dle(row: dict, model: str, rows: dict) -> float | None:
+    _, net, side, gpus = row["id"].split(".")
+    if side != "a100":
+        return None
+    old = rows.get(f"dle.{net}.v100_16.{gpus}")
+    if old is None:
+        return None
+    ratio = float(memory.bandwidth_ratio(_card(row["hardware"]).memory_bandwidth_gbs,
+                                         _card(old["hardware"]).memory_bandwidth_gbs))
+    if model == "naive":
+        return old["value"] * ratio
+    family = measured.DLE_NETWORKS[net][1] if net in measured.DLE_NETWORKS else "cnn"
+    network = measured.POST_NETWORK_FACTOR[family] if gpus == "8gpu" else 1.0
+    doublings = np.log2(row["batch"] / old["batch"])
+    return float(old["value"] * ratio * measured.POST_BATCH_GAIN ** doublings * network)
+
+
+# --- Tensor Cores and low precision -------------------------------------------------------------
+
+def _mamf(row: dict, model: str, rows: dict) -> float:
+    dtype = row["id"].split(".")[-1]
+    acc = _card(row["hardware"], PEAK_ALIASES)
+    return acc.peak_flops(dtype) / TFLOPS
+
+
+def _gptfast(row: dict, model: str, rows: dict) -> float:
+    fmt = row["id"].split(".")[-1]
+    bits = {"bf16": 16.0, "int8": 8.0, "int4_g32": 4.0 + 16.0 / 32}[fmt]
+    acc = _card(row["hardware"])
+    if model == "naive":
+        nbytes = throughput.weight_bytes(bits, **workloads.LLAMA2_7B, input_embedding=False)
+        return float(acc.bandwidth / nbytes)
+    return float(throughput.throughput("llm-decode", [acc], 1, context=8, weight_bits=bits,
+                                       **workloads.LLAMA2_7B)[0])
+
+
+# --- sparsity -----------------------------------------------------------------------------------
+
+def _sparse_speedup(case: str, model: str, rows: dict) -> float:
+    """The chapter's modelled speed-up of one 2:4 case (naive: the 2x of the math)."""
+    if model == "naive":
+        return 2.0
+    a100 = hardware.get("A100 SXM4 80GB")
+
+    def gemm(m, k, n):
+        return float(sparsity.sparse_gemm_speedup(m, k, n, a100.peak_flops("fp16"), a100.bandwidth,
+                                                  "fp16", 1.0, SPARSE_OVERHEAD_SECONDS))
+    if case == "linear_3072x10240x3072":
+        return gemm(3072, 10240, 3072)
+    if case in ("vitl_fc1", "vitl_fc2"):
+        return float(sparsity.training_gemm_speedup(gemm(4096, 1024, 13008), 2))
+    if case == "vitl_step":
+        dense = sum(_row_value(f"sparse.vitl_{x}.a100_80.dense", rows) for x in ("fc1", "fc2"))
+        share = dense * 8 * 64 * 64 / 13008 * 24 / _row_value("sparse.vitl_step.a100_80.dense", rows)
+        layer = float(sparsity.training_gemm_speedup(gemm(4096, 1024, 13008), 2))
+        return float(workloads.amdahl_speedup(layer, min(share, 1.0)))
+    raise KeyError(case)
+
+
+def _sparse(row: dict, model: str, rows: dict) -> float | None:
+    parts = row["id"].split(".")
+    if parts[-1] != "sparse" or parts[1] not in ("linear_3072x10240x3072", "vitl_fc1",
+                                                 "vitl_fc2", "vitl_step"):
+        return None
+    dense = rows[".".join(parts[:-1] + ["dense"])]["value"]
+    return dense / _sparse_speedup(parts[1], model, rows)
+
+
+def _sparse_decode(row: dict, model: str, rows: dict) -> float | None:
+    if not row["id"].endswith("int4_sparse") or row["unit"] != "tokens/s":
+        return None
+    dense = rows["sparse.llama3_8b.a100_80.int4"]["value"]
+    if model == "naive":
+        return dense * 2.0
+    ratio = (_row_value("sparse.llama3_8b.int4.size", rows)
+             / _row_value("sparse.llama3_8b.int4_sparse.size", rows))
+    return dense * ratio
+
+
+# --- parallelism --------------------------------------------------------------------------------
+
+def _collective(row: dict, model: str, rows: dict) -> float | None:
+    link = LINKS.get(row["hardware"])
+    if link is None:
+        return None
+    bw = parallelism.link(link).bandwidth
+    if model == "naive":
+        return bw / GB
+    return float(parallelism.modelled_bus_bandwidth(row["size_bytes"], int(row["gpus"]),
+                                                    PROTOCOL_EFFICIENCY * bw, RING_STEP_SECONDS,
+                                                    row["op"]) / GB)
+
+
+# --- choosing a GPU -----------------------------------------------------------------------------
+
+def _lambda(row: dict, model: str, rows: dict) -> float:
+    workload = "transformer-train" if ".bert_large." in row["id"] else "cnn-train"
+    acc = _card(row["hardware"])
+    batch = int(row["batch"])
+    if model == "naive":
+        table = throughput.kernels_for(workload, batch)
+        return batch * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
+    return float(throughput.throughput(workload, [acc], batch)[0])
+
+
+def _decode(row: dict, model: str, rows: dict) -> float:
+    options = throughput._decode_options(row)
+    if "70b" in row["id"]:
+        options.update(layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8)
+    acc = _card(row["hardware"])
+    if model == "naive":
+        nbytes = throughput.weight_bytes(options["weight_bits"], **{
+            k: v for k, v in options.items() if k not in ("weight_bits", "context")},
+            input_embedding=False)
+        return float(acc.bandwidth / nbytes)
+    return float(throughput.throughput("llm-decode", [acc], 1, **options)[0])
+
+
+# --- a reader's own measurements (measurements/run.py) ----------------------------------------
+
+def _mine_card(row: dict) -> hardware.Accelerator | None:
+    return hardware.get(row["hardware"]) if row["hardware"] in hardware.names() else None
+
+
+def _mine_matmul(row: dict, model: str, rows: dict) -> float | None:
+    acc = _mine_card(row)
+    if acc is None:
+        return None
+    _, _, dtype, shape = row["id"].split(".")
+    m, n, k = (int(x) for x in shape.split("x"))
+    peak = acc.peak_flops(dtype)
+    flops = memory.matmul_flops(m, k, n)
+    if model == "naive":
+        return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
+    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count or 1, tm, tn, s,
+                                         dtype)) for tm, tn, s in GEMM_CONFIGS)
+    return float(flops / best / TFLOPS)
+
+
+def _mine_stream(row: dict, model: str, rows: dict) -> float | None:
+    acc = _mine_card(row)
+    return None if acc is None else acc.memory_bandwidth_gbs
+
+
+def _mine_sparse(row: dict, model: str, rows: dict) -> float | None:
+    acc = _mine_card(row)
+    parts = row["id"].split(".")
+    if acc is None or parts[-1] != "sparse" or not acc.sparse_2_4:
+        return None
+    dense = rows[".".join(parts[:-1] + ["dense"])]["value"]
+    if model == "naive":
+        return dense / 2.0
+    m, k, n = (int(x) for x in parts[2].split("x"))
+    return dense / float(sparsity.sparse_gemm_speedup(m, k, n, acc.peak_flops("fp16"), acc.bandwidth,
+                                                      "fp16", 1.0, SPARSE_OVERHEAD_SECONDS))
+
+
+def _mine_allreduce(row: dict, model: str, rows: dict) -> float | None:
+    detail = row.get("detail") or ""
+    if "link=" not in detail:
+        return None
+    name = detail.split("link=")[1].split(";")[0].strip()
+    bw = parallelism.link(name).bandwidth
+    if model == "naive":
+        return bw / GB
+    size = int(row["id"].split(".")[-1])
+    return float(parallelism.modelled_bus_bandwidth(size, int(row["gpus"]), PROTOCOL_EFFICIENCY * bw,
+                                                    RING_STEP_SECONDS) / GB)
+
+
+RULES = (
+    Rule("deepbench.", "memory_hierarchy", "cuBLAS GEMM", _deepbench),
+    Rule("stream.", "memory_hierarchy", "streaming kernel", _stream),
+    Rule("dle.", "memory_hierarchy", "A100 training from V100 throughput", _dle),
+    Rule("mamf.", "tensor_cores", "best-shape matmul", _mamf),
+    Rule("gptfast.", "low_precision", "LLM decoding, batch 1", _gptfast),
+    Rule("sparse.llama3_8b.", "sparsity", "2:4 decoding", _sparse_decode),
+    Rule("sparse.", "sparsity", "2:4 sparse GEMM or step", _sparse),
+    Rule("nccl.", "parallelism", "collective", _collective),
+    Rule("torchdist.", "parallelism", "collective", _collective),
+    Rule("lambda.", "choosing_a_gpu", "training throughput", _lambda),
+    Rule("decode.", "choosing_a_gpu", "LLM decoding, batch 1", _decode),
+    Rule("mine.matmul.", "memory_hierarchy", "torch matmul", _mine_matmul),
+    Rule("mine.stream.", "memory_hierarchy", "copy kernel", _mine_stream),
+    Rule("mine.sparse.", "sparsity", "2:4 sparse matmul", _mine_sparse),
+    Rule("mine.allreduce.", "parallelism", "all-reduce", _mine_allreduce),
+)
+
+UNSCORED_REASONS = {
+    "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
+    "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
+    "power.": "a measurement the chapter shows, not a model's output",
+}
+
+
+def _collective_as_measurement(row: dict) -> dict:
+    return {"id": row["id"], "what": f"{row['op']} bus bandwidth, {row['algorithm']}",
+            "hardware": row["hardware"], "value": row["busbw_gbs"], "unit": "GB/s",
+            "batch": None, "gpus": row["gpus"], "source": row["source"],
+            "detail": row["detail"], "size_bytes": row["size_bytes"], "op": row["op"]}
+
+
+def dataset(measurements: str | None = None) -> list[dict]:
+    """The measured rows: the book's (measurements plus collectives), or a reader's CSV file.
+
+    A reader's file has the columns of ``data/measurements.csv`` (id, what, hardware, value,
+    unit, batch, gpus, source, detail), as ``measurements/run.py`` writes it.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    if measurements is None:
+        return measured.measurements() + [_collective_as_measurement(r) for r in measured.collectives()]
+    path = _checks.text("measurements", measurements)
+    try:
+        with open(path, newline="") as handle:
+            text = handle.read()
+    except OSError as err:
+        raise ValueError(f"measurements: cannot read {path!r} ({err.strerror})") from None
+    return read_rows(text, path)
+
+
+def read_rows(text: str, name: str = "measurements") -> list[dict]:
+    """Rows of a measurements CSV in the book's schema, with numbers parsed; ValueError naming the file otherwise.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    text = _checks.text("text", text)
+    reader = csv.DictReader(io.StringIO(text))
+    missing = set(measured._MEASUREMENT_COLUMNS) - set(reader.fieldnames or ())
+    if missing:
+        raise ValueError(f"text of {name}: missing columns {sorted(missing)}; expected "
+                         f"{', '.join(measured._MEASUREMENT_COLUMNS)}")
+    out = []
+    for line, row in enumerate(reader, start=2):
+        try:
+            value = float(row["value"])
+            batch = float(row["batch"]) if row["batch"] else None
+            gpus = float(row["gpus"]) if row["gpus"] else None
+        except ValueError:
+            raise ValueError(f"text of {name}, line {line}: value, batch and gpus must be numbers") from None
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"text of {name}, line {line}: value must be a positive number "
+                             f"(got {row['value']})")
+        out.append(dict(row, value=value, batch=batch, gpus=gpus))
+    return out
+
+
+def _rule(row_id: str) -> Rule | None:
+    for rule in RULES:
+        if row_id.startswith(rule.prefix):
+            return rule
+    return None
+
+
+def rows(model: str = "book", chapter: str | None = None, measurements: str | None = None) -> list[dict]:
+    """Every scored row: id, chapter, hardware, workload, measured, predicted, unit, rel_error, source.
+
+    ``rel_error`` = predicted / measured - 1 (positive: the model predicts more than was
+    measured). ``model`` is "book" or "naive"; ``chapter`` filters; ``measurements`` scores a
+    reader's CSV instead of the book's data (see :func:`dataset`).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    model = _checks.choice("model", model, MODELS)
+    if chapter is not None:
+        chapter = _checks.choice("chapter", chapter, CHAPTERS)
+    data = dataset(measurements)
+    by_id = {r["id"]: r for r in data}
+    out = []
+    for row in data:
+        rule = _rule(row["id"])
+        if rule is None or (chapter is not None and rule.chapter != chapter):
+            continue
+        try:
+            predicted = rule.predict(row, model, by_id)
+        except (KeyError, ValueError):
+            predicted = None
+        if predicted is None:
+            continue
+        predicted = float(predicted)
+        out.append({"id": row["id"], "chapter": rule.chapter, "hardware": row["hardware"],
+                    "workload": rule.workload, "measured": float(row["value"]),
+                    "predicted": predicted, "unit": row["unit"],
+                    "rel_error": predicted / float(row["value"]) - 1.0, "source": row["source"]})
+    return out
+
+
+def unscored(measurements: str | None = None) -> list[dict]:
+    """Rows that are not scored, with the reason: inputs to another row's prediction, or no model.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    scored = {r["id"] for r in rows(measurements=measurements)}
+    out = []
+    for row in dataset(measurements):
+        if row["id"] in scored:
+            continue
+        reason = next((why for prefix, why in UNSCORED_REASONS.items()
+                       if row["id"].startswith(prefix)), None)
+        if reason is None:
+            reason = ("an input to another row's prediction (a baseline, a size or a pruning cost), "
+                      "or hardware the table lacks" if _rule(row["id"]) else "no chapter predicts it")
+        out.append({"id": row["id"], "reason": reason})
+    return out
+
+
+def _stats(errors: list[float]) -> dict:
+    if not errors:
+        return {"rows": 0, "median": None, "p90": None, "within_30": None}
+    a = np.abs(np.array(errors))
+    return {"rows": int(a.size), "median": float(np.median(a)), "p90": float(np.percentile(a, 90)),
+            "within_30": float(np.mean(a <= WITHIN))}
+
+
+def summary(scored: list[dict]) -> dict:
+    """Per chapter and overall: rows, median and 90th-percentile |rel_error|, share within 30%, worst three.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    if not isinstance(scored, list) or not all(
+            isinstance(r, dict) and {"id", "chapter", "rel_error"} <= set(r) for r in scored):
+        raise ValueError("scored must be the list of dicts that rows() returns")
+    out = {"chapters": {}, "overall": _stats([r["rel_error"] for r in scored])}
+    for chapter in CHAPTERS:
+        mine = [r for r in scored if r["chapter"] == chapter]
+        if mine:
+            out["chapters"][chapter] = _stats([r["rel_error"] for r in mine])
+    worst = sorted(scored, key=lambda r: -abs(r["rel_error"]))[:3]
+    out["worst"] = [{"id": r["id"], "rel_error": r["rel_error"]} for r in worst]
+    return out

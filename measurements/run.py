@@ -1,0 +1,269 @@
+"""Measure your own GPU and score the book's models on it.
+
+    python measurements/run.py --out my_gpu.csv            # a few minutes, one GPU
+    python -m gpumodel validate --measurements my_gpu.csv  # the book's models against it
+
+Runs matmuls of several shapes in BF16 and FP16 (FP8 where the GPU has FP8 Tensor Cores and
+PyTorch exposes them), a copy kernel for memory bandwidth, a 2:4-sparse against a dense matmul
+where the GPU supports 2:4, and, when started with ``torchrun --nproc-per-node N``, an
+all-reduce sweep. Every result is timed with CUDA events after a warm-up and written as one row
+in the schema of ``gpumodel/data/measurements.csv``, with the device, driver, library versions,
+clocks, power limit and date in ``detail``. Needs PyTorch with CUDA (or ROCm); nothing else in
+the book does. See measurements/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import subprocess
+import sys
+
+COLUMNS = ("id", "what", "hardware", "value", "unit", "batch", "gpus", "source", "detail")
+#: Matmul shapes (M, N, K): square, a skinny decoding-like one and a transformer MLP.
+MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096), (16384, 4096, 4096), (4096, 16, 4096),
+                 (4096, 128, 4096), (13008, 4096, 1024))
+SPARSE_SHAPE = (3072, 10240, 3072)
+COPY_BYTES = 2 * 1024**3
+ALLREDUCE_SIZES = tuple(2**k for k in range(15, 31, 3))
+
+
+class SetupError(Exception):
+    """A missing prerequisite: the message is printed as one line and the script exits 2."""
+
+
+def tflops(m: int, n: int, k: int, seconds: float) -> float:
+    """Throughput of an (m x k) @ (k x n) matmul that took ``seconds``, in TFLOPS."""
+    if seconds <= 0:
+        raise ValueError("seconds must be > 0")
+    return 2.0 * m * n * k / seconds / 1e12
+
+
+def gbs(nbytes: float, seconds: float) -> float:
+    """Bandwidth of moving ``nbytes`` in ``seconds``, in GB/s (decimal)."""
+    if seconds <= 0:
+        raise ValueError("seconds must be > 0")
+    return nbytes / seconds / 1e9
+
+
+def busbw_gbs(nbytes: float, seconds: float, ranks: int) -> float:
+    """NCCL's bus bandwidth of an all-reduce, in GB/s: size / time x 2 (n - 1) / n."""
+    return gbs(nbytes, seconds) * 2.0 * (ranks - 1) / ranks
+
+
+def row(id: str, what: str, hardware: str, value: float, unit: str, detail: str,
+        batch: str = "", gpus: int = 1) -> dict:
+    """One measured row in the book's schema; ``source`` is "mine" (the reader's own run)."""
+    if not value > 0:
+        raise ValueError(f"{id}: value must be > 0 (got {value})")
+    return {"id": id, "what": what, "hardware": hardware, "value": f"{value:.6g}", "unit": unit,
+            "batch": batch, "gpus": str(gpus), "source": "mine", "detail": detail}
+
+
+def write_rows(rows: list[dict], path: str) -> None:
+    """Write rows as a CSV with the header of ``gpumodel/data/measurements.csv``."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def table_name(device: str, names: list[str]) -> str | None:
+    """The hardware-table row a device name such as 'NVIDIA H100 80GB HBM3' belongs to, if any."""
+    text = device.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
+    aliases = {"H100 80GB HBM3": "H100 SXM5", "H100 PCIE": "H100 PCIe", "H200": "H200 SXM",
+               "A100-SXM4-80GB": "A100 SXM4 80GB", "A100-SXM4-40GB": "A100 SXM4 40GB",
+               "TESLA V100-SXM2-16GB": "V100 SXM2 16GB", "TESLA V100-SXM2-32GB": "V100 SXM2 32GB",
+               "TESLA T4": "T4", "RTX 6000 ADA": "RTX 6000 Ada", "INSTINCT MI300X": "MI300X",
+               "B200": "B200", "L40S": "L40S"}
+    for key, name in aliases.items():
+        if key in text:
+            return name
+    for name in sorted(names, key=len, reverse=True):
+        if name.upper() in text:
+            return name
+    return None
+
+
+def progress(done: int, total: int, label: str) -> None:
+    """A one-line progress bar on stderr."""
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:40.40s}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise SetupError("PyTorch is not installed: install a CUDA or ROCm build of torch to "
+                         "measure a GPU (nothing else in the book needs it)") from None
+    if not torch.cuda.is_available():
+        raise SetupError("PyTorch sees no GPU (torch.cuda.is_available() is False): run this on "
+                         "a machine with an NVIDIA or AMD GPU and a CUDA or ROCm build of torch")
+    return torch
+
+
+def _smi(query: str) -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader",
+                              "-i", "0"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _detail(torch) -> str:
+    props = torch.cuda.get_device_properties(0)
+    parts = [f"device={props.name}", f"torch={torch.__version__}",
+             f"cuda={torch.version.cuda or torch.version.hip}",
+             f"driver={_smi('driver_version')}", f"sm_clock_max={_smi('clocks.max.sm')}",
+             f"power_limit={_smi('power.limit')}",
+             f"date={datetime.date.today().isoformat()}"]
+    return "; ".join(parts)
+
+
+def _time(torch, fn, repeats: int = 20, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / repeats
+
+
+def _dtypes(torch) -> list[str]:
+    names = ["bf16", "fp16"]
+    major, _ = torch.cuda.get_device_capability(0)
+    if major >= 9 and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
+        names.append("fp8")
+    return names
+
+
+def _matmul(torch, dtype: str, m: int, n: int, k: int) -> float:
+    if dtype == "fp8":
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        return _time(torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                     out_dtype=torch.bfloat16))
+    kind = torch.bfloat16 if dtype == "bf16" else torch.float16
+    a = torch.randn(m, k, device="cuda", dtype=kind)
+    b = torch.randn(k, n, device="cuda", dtype=kind)
+    return _time(torch, lambda: a @ b)
+
+
+def _copy(torch) -> float:
+    x = torch.empty(COPY_BYTES // 2, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    return _time(torch, lambda: y.copy_(x), repeats=10)
+
+
+def _sparse(torch, m: int, k: int, n: int):
+    try:
+        from torch.sparse import to_sparse_semi_structured
+    except ImportError:
+        return None
+    major, _ = torch.cuda.get_device_capability(0)
+    if major < 8 or torch.version.hip:
+        return None
+    w = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    mask = torch.tensor([1, 1, 0, 0], device="cuda", dtype=torch.bool).tile(m, k // 4)
+    w = w * mask
+    x = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    dense = _time(torch, lambda: w @ x)
+    try:
+        ws = to_sparse_semi_structured(w)
+        sparse = _time(torch, lambda: ws @ x)
+    except (RuntimeError, NotImplementedError):
+        return None
+    return dense, sparse
+
+
+def _allreduce(torch, detail: str, hardware: str) -> list[dict]:
+    import torch.distributed as dist
+
+    dist.init_process_group("nccl")
+    ranks, rank = dist.get_world_size(), dist.get_rank()
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    out = []
+    for size in ALLREDUCE_SIZES:
+        x = torch.ones(size // 2, device="cuda", dtype=torch.float16)
+        seconds = _time(torch, lambda: dist.all_reduce(x), repeats=10)
+        if rank == 0:
+            out.append(row(f"mine.allreduce.{size}", f"all_reduce bus bandwidth, {size} bytes",
+                           hardware, busbw_gbs(size, seconds, ranks), "GB/s", detail, gpus=ranks))
+    dist.destroy_process_group()
+    return out
+
+
+def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
+    """Run every measurement on GPU 0 (and the all-reduce under torchrun); rows in the book's schema."""
+    torch = _torch()
+    device = torch.cuda.get_device_name(0)
+    if hardware is None:
+        try:
+            from gpumodel import hardware as table
+            hardware = table_name(device, table.names()) or device
+        except ImportError:
+            hardware = device
+    detail = _detail(torch) + (f"; link={link}" if link else "")
+    jobs = [("matmul", d, shape) for d in _dtypes(torch) for shape in MATMUL_SHAPES]
+    jobs += [("copy", None, None), ("sparse", None, SPARSE_SHAPE)]
+    rows = []
+    for i, (kind, dtype, shape) in enumerate(jobs):
+        progress(i, len(jobs), f"{kind} {dtype or ''} {shape or ''}")
+        if kind == "matmul":
+            m, n, k = shape
+            seconds = _matmul(torch, dtype, m, n, k)
+            rows.append(row(f"mine.matmul.{dtype}.{m}x{n}x{k}",
+                            f"torch matmul {m} x {n} x {k}, {dtype}", hardware,
+                            tflops(m, n, k, seconds), "TFLOPS", detail))
+        elif kind == "copy":
+            seconds = _copy(torch)
+            rows.append(row("mine.stream.copy", "copy kernel (read + write), 2 GiB", hardware,
+                            gbs(2 * COPY_BYTES, seconds), "GB/s", detail))
+        else:
+            m, k, n = shape
+            pair = _sparse(torch, m, k, n)
+            if pair is not None:
+                for name, seconds in zip(("dense", "sparse"), pair):
+                    rows.append(row(f"mine.sparse.{m}x{k}x{n}.{name}",
+                                    f"FP16 {m} x {k} weight @ {k} x {n}, {name}", hardware,
+                                    seconds * 1e3, "ms", detail))
+    progress(len(jobs), len(jobs), "done")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        rows += _allreduce(torch, detail, hardware)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="CSV file to write")
+    parser.add_argument("--hardware", help="the hardware-table name of this GPU, e.g. 'H100 SXM5' "
+                        "(guessed from the device name if left out)")
+    parser.add_argument("--link", help="for the all-reduce: the link name in the book's table, "
+                        "e.g. 'NVLink 4 (H100)'")
+    args = parser.parse_args(argv)
+    try:
+        rows = measure(args.hardware, args.link)
+    except SetupError as err:
+        print(f"measurements/run.py: {err}", file=sys.stderr)
+        return 2
+    if int(os.environ.get("RANK", "0")) == 0:
+        write_rows(rows, args.out)
+        print(f"wrote {len(rows)} rows to {args.out}; score them with "
+              f"python -m gpumodel validate --measurements {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""How wrong is each model: `python -m gpumodel validate`, its recorded scores and the reader's script."""
+import csv
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpumodel import measured, validate
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = json.loads((ROOT / "tests" / "validation_recorded.json").read_text())
+EXAMPLE = ROOT / "tests" / "data" / "my_gpu_example.csv"
+
+
+def _run_module():
+    spec = importlib.util.spec_from_file_location("measure_run", ROOT / "measurements" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "gpumodel", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+# --- the dataset ---------------------------------------------------------------------------------
+
+def test_at_least_sixty_scored_rows_across_five_chapters():
+    rows = validate.rows()
+    assert len(rows) >= 60
+    assert len({r["chapter"] for r in rows}) >= 5
+    for r in rows:
+        assert set(r) == set(validate.COLUMNS)
+        assert r["measured"] > 0 and r["predicted"] > 0
+
+
+def test_every_scored_row_names_where_to_find_it():
+    details = {r["id"]: r["detail"] for r in measured.measurements() + measured.collectives()}
+    for r in validate.rows():
+        assert r["source"], r["id"]
+        assert "@" in details[r["id"]] or "section" in details[r["id"]], (r["id"], details[r["id"]])
+
+
+def test_unscored_rows_carry_a_reason():
+    scored = {r["id"] for r in validate.rows()}
+    for r in validate.unscored():
+        assert r["id"] not in scored and r["reason"]
+
+
+def test_no_prediction_uses_its_own_row():
+    """Changing a scored row's measured value must not change its prediction."""
+    rows = validate.dataset()
+    by_id = {r["id"]: r for r in rows}
+    for r in validate.rows():
+        rule = validate._rule(r["id"])
+        altered = dict(by_id[r["id"]], value=by_id[r["id"]]["value"] * 3.0)
+        assert rule.predict(altered, "book", {**by_id, r["id"]: altered}) == pytest.approx(r["predicted"])
+
+
+# --- the scores ----------------------------------------------------------------------------------
+
+def test_no_median_is_worse_than_recorded():
+    summary = validate.summary(validate.rows())
+    assert summary["overall"]["median"] <= RECORDED["overall"]
+    for chapter, median in RECORDED["chapters"].items():
+        assert summary["chapters"][chapter]["median"] <= median, chapter
+
+
+def test_the_book_models_beat_the_datasheet_alone():
+    book = validate.summary(validate.rows("book"))
+    naive = validate.summary(validate.rows("naive"))
+    assert book["overall"]["median"] < naive["overall"]["median"]
+
+
+def test_summary_statistics():
+    rows = [{"id": f"x{i}", "chapter": "sparsity", "rel_error": e} for i, e in
+            enumerate([0.1, -0.2, 0.5, -1.0 + 1e-9, 0.0])]
+    s = validate.summary(rows)
+    assert s["overall"]["rows"] == 5
+    assert s["overall"]["median"] == pytest.approx(0.2)
+    assert s["overall"]["within_30"] == pytest.approx(0.6)
+    assert [w["id"] for w in s["worst"]] == ["x3", "x2", "x1"]
+
+
+def test_chapter_filter_and_bad_names():
+    assert {r["chapter"] for r in validate.rows(chapter="parallelism")} == {"parallelism"}
+    with pytest.raises(ValueError, match="chapter"):
+        validate.rows(chapter="brains")
+    with pytest.raises(ValueError, match="model"):
+        validate.rows(model="fitted")
+
+
+# --- the command line --------------------------------------------------------------------------
+
+def test_validate_json_has_rows_and_summary():
+    out = _cli("validate", "--json", "--chapter", "sparsity")
+    payload = json.loads(out.stdout)
+    assert out.returncode == 0
+    assert set(payload) == {"rows", "summary"}
+    assert set(payload["rows"][0]) == set(validate.COLUMNS)
+    assert set(payload["summary"]) == {"chapters", "overall", "worst"}
+
+
+def test_validate_text_prints_the_summary():
+    out = _cli("validate")
+    assert out.returncode == 0
+    assert "overall" in out.stdout and "worst:" in out.stdout and "within 30%" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["validate", "--chapter", "brains"],
+                                  ["validate", "--measurements", "/no/such/file.csv"],
+                                  ["validate", "--model", "fitted"]])
+def test_validate_refuses_bad_input_with_one_line(args):
+    out = _cli(*args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+# --- a reader's own GPU ----------------------------------------------------------------------------
+
+def test_a_readers_csv_is_scored():
+    rows = validate.rows(measurements=str(EXAMPLE))
+    ids = {r["id"] for r in rows}
+    assert "mine.matmul.bf16.8192x8192x8192" in ids and "mine.stream.copy" in ids
+    assert "mine.sparse.3072x10240x3072.sparse" in ids and "mine.allreduce.1073741824" in ids
+    assert {r["chapter"] for r in rows} == {"memory_hierarchy", "sparsity", "parallelism"}
+
+
+def test_a_malformed_csv_is_refused(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,value\nmine.stream.copy,12\n")
+    with pytest.raises(ValueError, match="missing columns"):
+        validate.rows(measurements=str(bad))
+    bad.write_text(EXAMPLE.read_text().replace(",2900,", ",fast,"))
+    with pytest.raises(ValueError, match="line"):
+        validate.rows(measurements=str(bad))
+
+
+def test_run_script_writes_the_books_schema(tmp_path):
+    run = _run_module()
+    assert tuple(run.COLUMNS) == measured._MEASUREMENT_COLUMNS
+    rows = [run.row("mine.stream.copy", "copy", "H100 SXM5", run.gbs(2e9, 1e-3), "GB/s", "device=x")]
+    path = tmp_path / "mine.csv"
+    run.write_rows(rows, str(path))
+    read = validate.read_rows(path.read_text(), str(path))
+    assert read[0]["value"] == pytest.approx(2000.0)
+    assert validate.rows(measurements=str(path))[0]["predicted"] == 3350.0
+
+
+def test_run_script_arithmetic_and_names():
+    run = _run_module()
+    assert run.tflops(4096, 4096, 4096, 1e-3) == pytest.approx(137.438953472)
+    assert run.busbw_gbs(1e9, 1e-2, 8) == pytest.approx(175.0)
+    names = ["H100 SXM5", "H100 PCIe", "RTX 4090", "A100 SXM4 80GB"]
+    assert run.table_name("NVIDIA H100 80GB HBM3", names) == "H100 SXM5"
+    assert run.table_name("NVIDIA GeForce RTX 4090", names) == "RTX 4090"
+    assert run.table_name("NVIDIA A100-SXM4-80GB", names) == "A100 SXM4 80GB"
+    assert run.table_name("Some Other GPU", names) is None
+    with pytest.raises(ValueError):
+        run.row("x", "x", "x", 0.0, "ms", "")
+
+
+def test_run_script_without_torch_fails_with_one_line(tmp_path):
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here; the no-torch message cannot be checked")
+    out = subprocess.run([sys.executable, str(ROOT / "measurements" / "run.py"), "--out",
+                          str(tmp_path / "x.csv")], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "PyTorch" in out.stderr or "GPU" in out.stderr
