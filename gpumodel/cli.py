@@ -98,7 +98,9 @@ def _summary_text(summary: dict) -> str:
     for name, s in list(summary["chapters"].items()) + [("overall", summary["overall"])]:
         lines.append(f"{name:18s} {s['rows']:4d}  {s['median']:12.1%}  {s['p90']:9.1%}  "
                      f"{s['within_30']:10.0%}")
-    lines.append("worst: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in summary["worst"]))
+    for name, s in summary["chapters"].items():
+        lines.append(f"worst in {name}: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in s["worst"]))
+    lines.append("worst overall: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in summary["worst"]))
     return "\n".join(lines)
 
 

@@ -6,7 +6,12 @@ the hardware table, with nothing fitted to the row. Two model sets are scored: `
 the models the chapters teach, and ``"naive"``, the datasheet alone (peak FLOP/s, peak
 bandwidth, a link's line rate, the 2x of 2:4 sparsity), so that every improvement is measured.
 Rows that are inputs (the dense baseline of a speed-up, the V100 side of an A100/V100 ratio)
-or that no chapter models are listed by :func:`unscored` with the reason.
+or that no chapter models are listed by :func:`unscored` with the reason. Some predictions
+use other measured rows as inputs (an A100 from its V100 pair, a sparse time from its dense
+time, a step's MLP share from its layer times); the chapters say so. The achievable shares of
+peak and bandwidth that the kernel-sum model of the last chapter uses (0.8, 0.9) were read
+off the microbenchmark rows that the Tensor Core and memory chapters score: one calibration
+for the whole book, never a constant per row.
 Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality") and in each chapter's
 "Where this model is wrong".
 """
@@ -35,7 +40,8 @@ WITHIN = 0.30
 PEAK_ALIASES = {"A100 SXM4": "A100 SXM4 40GB", "A100 PCIe": "A100 SXM4 40GB", "GH200": "H100 SXM5"}
 #: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table:
 #: the V100 PCIe and SXM2 16GB both have 900 GB/s, the A100 40GB boards 1555 GB/s.
-MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB"}
+MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB",
+                  "L40": "L40S"}
 #: The NVLink generation of each collective's hardware.
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
 #: The latency per ring step the parallelism chapter assumes (5 us), not fitted to a sweep.
@@ -44,6 +50,9 @@ RING_STEP_SECONDS = 5e-6
 PROTOCOL_EFFICIENCY = 0.8
 #: Launch overhead per kernel that the sparsity chapter's GEMM model uses, seconds.
 SPARSE_OVERHEAD_SECONDS = 5e-6
+#: Tokens of the DINOv2 ViT-L MLP microbenchmark and of SAM's training step (8 images of 64 x 64).
+VIT_TOKENS = 13008
+VIT_STEP_TOKENS = 8 * 64 * 64
 #: DeepBench tilings the book's GEMM model chooses from (tile_m, tile_n, split-K), as cuBLAS does.
 GEMM_CONFIGS = ((128, 128, 1), (128, 128, 2), (128, 128, 4), (64, 128, 1), (64, 64, 1),
                 (64, 64, 2), (128, 256, 1), (256, 128, 1), (128, 32, 1), (128, 32, 4))
@@ -114,11 +123,13 @@ def _mamf(row: dict, model: str, rows: dict) -> float:
 
 def _gptfast(row: dict, model: str, rows: dict) -> float:
     fmt = row["id"].split(".")[-1]
-    bits = {"bf16": 16.0, "int8": 8.0, "int4_g32": 4.0 + 16.0 / 32}[fmt]
+    # gpt-fast's int4 keeps a BF16 scale and zero point per group of 32 weights: 4 + 32 / 32 bits.
+    bits = {"bf16": 16.0, "int8": 8.0, "int4_g32": 4.0 + 2 * 16.0 / 32}[fmt]
     acc = _card(row["hardware"])
     if model == "naive":
         nbytes = throughput.weight_bytes(bits, **workloads.LLAMA2_7B, input_embedding=False)
         return float(acc.bandwidth / nbytes)
+    # A 5-token prompt and a short generation: the key/value cache is a few tokens long.
     return float(throughput.throughput("llm-decode", [acc], 1, context=8, weight_bits=bits,
                                        **workloads.LLAMA2_7B)[0])
 
@@ -136,12 +147,18 @@ def _sparse_speedup(case: str, model: str, rows: dict) -> float:
                                                   "fp16", 1.0, SPARSE_OVERHEAD_SECONDS))
     if case == "linear_3072x10240x3072":
         return gemm(3072, 10240, 3072)
-    if case in ("vitl_fc1", "vitl_fc2"):
-        return float(sparsity.training_gemm_speedup(gemm(4096, 1024, 13008), 2))
+    if case == "vitl_fc1":
+        return float(sparsity.training_gemm_speedup(gemm(4096, 1024, VIT_TOKENS), 2))
+    if case == "vitl_fc2":
+        return float(sparsity.training_gemm_speedup(gemm(1024, 4096, VIT_TOKENS), 2))
     if case == "vitl_step":
+        # The sparsity chapter's Amdahl case: the MLP linears' share of SAM's ViT-L step, from
+        # their measured dense times scaled to the step's tokens (batch 8 x 64 x 64 per image)
+        # over 24 layers, at the layer model's speed-up.
         dense = sum(_row_value(f"sparse.vitl_{x}.a100_80.dense", rows) for x in ("fc1", "fc2"))
-        share = dense * 8 * 64 * 64 / 13008 * 24 / _row_value("sparse.vitl_step.a100_80.dense", rows)
-        layer = float(sparsity.training_gemm_speedup(gemm(4096, 1024, 13008), 2))
+        step = _row_value("sparse.vitl_step.a100_80.dense", rows)
+        share = dense * VIT_STEP_TOKENS / VIT_TOKENS * 24 / step
+        layer = float(sparsity.training_gemm_speedup(gemm(4096, 1024, VIT_TOKENS), 2))
         return float(workloads.amdahl_speedup(layer, min(share, 1.0)))
     raise KeyError(case)
 
@@ -151,8 +168,8 @@ def _sparse(row: dict, model: str, rows: dict) -> float | None:
     if parts[-1] != "sparse" or parts[1] not in ("linear_3072x10240x3072", "vitl_fc1",
                                                  "vitl_fc2", "vitl_step"):
         return None
-    dense = rows[".".join(parts[:-1] + ["dense"])]["value"]
-    return dense / _sparse_speedup(parts[1], model, rows)
+    dense = rows.get(".".join(parts[:-1] + ["dense"]))
+    return None if dense is None else dense["value"] / _sparse_speedup(parts[1], model, rows)
 
 
 def _sparse_decode(row: dict, model: str, rows: dict) -> float | None:
@@ -236,7 +253,10 @@ def _mine_sparse(row: dict, model: str, rows: dict) -> float | None:
     parts = row["id"].split(".")
     if acc is None or parts[-1] != "sparse" or not acc.sparse_2_4:
         return None
-    dense = rows[".".join(parts[:-1] + ["dense"])]["value"]
+    pair = rows.get(".".join(parts[:-1] + ["dense"]))
+    if pair is None:
+        return None
+    dense = pair["value"]
     if model == "naive":
         return dense / 2.0
     m, k, n = (int(x) for x in parts[2].split("x"))
@@ -249,6 +269,8 @@ def _mine_allreduce(row: dict, model: str, rows: dict) -> float | None:
     if "link=" not in detail:
         return None
     name = detail.split("link=")[1].split(";")[0].strip()
+    if name not in [l.name for l in parallelism.links()]:
+        return None
     bw = parallelism.link(name).bandwidth
     if model == "naive":
         return bw / GB
@@ -279,6 +301,13 @@ UNSCORED_REASONS = {
     "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
     "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
     "power.": "a measurement the chapter shows, not a model's output",
+    "dle.": "the V100 side of an A100/V100 pair: the input the A100 row is predicted from",
+    "stream.": "measured on a board the hardware table does not hold (A100 80GB PCIe, A40, GH200)",
+    "sparse.bert_base.": "the dense baseline ran FP32 weights under autocast, the sparse model FP16: "
+                         "the sparsity chapter shows the pair is not comparable",
+    "sparse.sam_vith.": "an inference throughput the sparsity chapter quotes without a model",
+    "sparse.llama3_8b.": "an input of the 2:4 decoding row (its dense speed or a checkpoint size)",
+    "sparse.": "an input of a sparse row (its dense time) or a pruning cost, which no chapter models",
 }
 
 
@@ -358,17 +387,15 @@ def rows(model: str = "book", chapter: str | None = None, measurements: str | No
         rule = _rule(row["id"])
         if rule is None or (chapter is not None and rule.chapter != chapter):
             continue
-        try:
-            predicted = rule.predict(row, model, by_id)
-        except (KeyError, ValueError):
-            predicted = None
+        predicted = rule.predict(row, model, by_id)
         if predicted is None:
             continue
         predicted = float(predicted)
         out.append({"id": row["id"], "chapter": rule.chapter, "hardware": row["hardware"],
                     "workload": rule.workload, "measured": float(row["value"]),
                     "predicted": predicted, "unit": row["unit"],
-                    "rel_error": predicted / float(row["value"]) - 1.0, "source": row["source"]})
+                    "rel_error": predicted / float(row["value"]) - 1.0,
+                    "source": f"{row['source'].strip('[]')}: {row.get('detail') or ''}".rstrip(": ")})
     return out
 
 
@@ -385,8 +412,8 @@ def unscored(measurements: str | None = None) -> list[dict]:
         reason = next((why for prefix, why in UNSCORED_REASONS.items()
                        if row["id"].startswith(prefix)), None)
         if reason is None:
-            reason = ("an input to another row's prediction (a baseline, a size or a pruning cost), "
-                      "or hardware the table lacks" if _rule(row["id"]) else "no chapter predicts it")
+            reason = ("an input of another row, or hardware the table lacks" if _rule(row["id"])
+                      else "no chapter predicts it")
         out.append({"id": row["id"], "reason": reason})
     return out
 
@@ -411,7 +438,11 @@ def summary(scored: list[dict]) -> dict:
     for chapter in CHAPTERS:
         mine = [r for r in scored if r["chapter"] == chapter]
         if mine:
-            out["chapters"][chapter] = _stats([r["rel_error"] for r in mine])
-    worst = sorted(scored, key=lambda r: -abs(r["rel_error"]))[:3]
-    out["worst"] = [{"id": r["id"], "rel_error": r["rel_error"]} for r in worst]
+            out["chapters"][chapter] = dict(_stats([r["rel_error"] for r in mine]), worst=_worst(mine))
+    out["worst"] = _worst(scored)
     return out
+
+
+def _worst(scored: list[dict]) -> list[dict]:
+    worst = sorted(scored, key=lambda r: (-abs(r["rel_error"]), r["id"]))[:3]
+    return [{"id": r["id"], "rel_error": r["rel_error"]} for r in worst]

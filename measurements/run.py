@@ -72,6 +72,9 @@ def write_rows(rows: list[dict], path: str) -> None:
 def table_name(device: str, names: list[str]) -> str | None:
     """The hardware-table row a device name such as 'NVIDIA H100 80GB HBM3' belongs to, if any."""
     text = device.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
+    for other in ("GH200", "GB200", "H200 NVL", "H100 NVL", "L40 ", "A100 80GB PCIE", "A800", "H800"):
+        if other in text + " ":
+            return None
     aliases = {"H100 80GB HBM3": "H100 SXM5", "H100 PCIE": "H100 PCIe", "H200": "H200 SXM",
                "A100-SXM4-80GB": "A100 SXM4 80GB", "A100-SXM4-40GB": "A100 SXM4 40GB",
                "TESLA V100-SXM2-16GB": "V100 SXM2 16GB", "TESLA V100-SXM2-32GB": "V100 SXM2 32GB",
@@ -108,21 +111,23 @@ def _torch():
     return torch
 
 
-def _smi(query: str) -> str:
+def _smi(query: str, index: int = 0) -> str:
     try:
         out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader",
-                              "-i", "0"], capture_output=True, text=True, timeout=10)
+                              "-i", str(index)], capture_output=True, text=True, timeout=10)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
 def _detail(torch) -> str:
-    props = torch.cuda.get_device_properties(0)
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
     parts = [f"device={props.name}", f"torch={torch.__version__}",
              f"cuda={torch.version.cuda or torch.version.hip}",
-             f"driver={_smi('driver_version')}", f"sm_clock_max={_smi('clocks.max.sm')}",
-             f"power_limit={_smi('power.limit')}",
+             f"driver={_smi('driver_version', index)}",
+             f"sm_clock_max={_smi('clocks.max.sm', index)}",
+             f"power_limit={_smi('power.limit', index)}",
              f"date={datetime.date.today().isoformat()}"]
     return "; ".join(parts)
 
@@ -142,26 +147,46 @@ def _time(torch, fn, repeats: int = 20, warmup: int = 5) -> float:
 
 def _dtypes(torch) -> list[str]:
     names = ["bf16", "fp16"]
-    major, _ = torch.cuda.get_device_capability(0)
-    if major >= 9 and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
+    major, minor = torch.cuda.get_device_capability()
+    fp8 = (major, minor) >= (8, 9) and not torch.version.hip
+    if fp8 and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
         names.append("fp8")
     return names
 
 
-def _matmul(torch, dtype: str, m: int, n: int, k: int) -> float:
+#: Operands are rotated through this many bytes, more than any GPU's L2, so that every timed
+#: matmul reads its operands from DRAM as the model assumes.
+ROTATE_BYTES = 512 * 1024**2
+
+
+def _matmul(torch, dtype: str, m: int, n: int, k: int) -> float | None:
+    size = (m * k + k * n) * (1 if dtype == "fp8" else 2)
+    copies = max(1, -(-ROTATE_BYTES // size))
     if dtype == "fp8":
-        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
-        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+        a = [torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn) for _ in range(copies)]
+        b = [torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t() for _ in range(copies)]
         one = torch.tensor(1.0, device="cuda")
-        return _time(torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
-                                                     out_dtype=torch.bfloat16))
-    kind = torch.bfloat16 if dtype == "bf16" else torch.float16
-    a = torch.randn(m, k, device="cuda", dtype=kind)
-    b = torch.randn(k, n, device="cuda", dtype=kind)
-    return _time(torch, lambda: a @ b)
+
+        def step(i=[0]):
+            i[0] = (i[0] + 1) % copies
+            return torch._scaled_mm(a[i[0]], b[i[0]], scale_a=one, scale_b=one,
+                                    out_dtype=torch.bfloat16)
+    else:
+        kind = torch.bfloat16 if dtype == "bf16" else torch.float16
+        a = [torch.randn(m, k, device="cuda", dtype=kind) for _ in range(copies)]
+        b = [torch.randn(k, n, device="cuda", dtype=kind) for _ in range(copies)]
+
+        def step(i=[0]):
+            i[0] = (i[0] + 1) % copies
+            return a[i[0]] @ b[i[0]]
+    try:
+        return _time(torch, step)
+    except RuntimeError:
+        return None
 
 
 def _copy(torch) -> float:
+    """Copy 2 GiB, more than any L2, so that the copy streams from and to DRAM."""
     x = torch.empty(COPY_BYTES // 2, device="cuda", dtype=torch.float16)
     y = torch.empty_like(x)
     return _time(torch, lambda: y.copy_(x), repeats=10)
@@ -191,24 +216,29 @@ def _sparse(torch, m: int, k: int, n: int):
 def _allreduce(torch, detail: str, hardware: str) -> list[dict]:
     import torch.distributed as dist
 
-    dist.init_process_group("nccl")
     ranks, rank = dist.get_world_size(), dist.get_rank()
-    torch.cuda.set_device(rank % torch.cuda.device_count())
     out = []
     for size in ALLREDUCE_SIZES:
-        x = torch.ones(size // 2, device="cuda", dtype=torch.float16)
+        x = torch.zeros(size // 2, device="cuda", dtype=torch.float16)
+        dist.barrier()
         seconds = _time(torch, lambda: dist.all_reduce(x), repeats=10)
         if rank == 0:
             out.append(row(f"mine.allreduce.{size}", f"all_reduce bus bandwidth, {size} bytes",
                            hardware, busbw_gbs(size, seconds, ranks), "GB/s", detail, gpus=ranks))
-    dist.destroy_process_group()
     return out
 
 
 def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
     """Run every measurement on GPU 0 (and the all-reduce under torchrun); rows in the book's schema."""
     torch = _torch()
-    device = torch.cuda.get_device_name(0)
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if ranks > 1:
+        import torch.distributed as dist
+
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl")
+    rank = int(os.environ.get("RANK", "0"))
+    device = torch.cuda.get_device_name()
     if hardware is None:
         try:
             from gpumodel import hardware as table
@@ -219,11 +249,15 @@ def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
     jobs = [("matmul", d, shape) for d in _dtypes(torch) for shape in MATMUL_SHAPES]
     jobs += [("copy", None, None), ("sparse", None, SPARSE_SHAPE)]
     rows = []
+    if rank != 0:
+        jobs = []
     for i, (kind, dtype, shape) in enumerate(jobs):
         progress(i, len(jobs), f"{kind} {dtype or ''} {shape or ''}")
         if kind == "matmul":
             m, n, k = shape
             seconds = _matmul(torch, dtype, m, n, k)
+            if seconds is None:
+                continue
             rows.append(row(f"mine.matmul.{dtype}.{m}x{n}x{k}",
                             f"torch matmul {m} x {n} x {k}, {dtype}", hardware,
                             tflops(m, n, k, seconds), "TFLOPS", detail))
@@ -239,9 +273,14 @@ def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
                     rows.append(row(f"mine.sparse.{m}x{k}x{n}.{name}",
                                     f"FP16 {m} x {k} weight @ {k} x {n}, {name}", hardware,
                                     seconds * 1e3, "ms", detail))
-    progress(len(jobs), len(jobs), "done")
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if rank == 0:
+        progress(len(jobs), len(jobs), "done")
+    if ranks > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
         rows += _allreduce(torch, detail, hardware)
+        dist.destroy_process_group()
     return rows
 
 

@@ -103,12 +103,14 @@ def test_validate_json_has_rows_and_summary():
     assert set(payload) == {"rows", "summary"}
     assert set(payload["rows"][0]) == set(validate.COLUMNS)
     assert set(payload["summary"]) == {"chapters", "overall", "worst"}
+    assert len(payload["summary"]["chapters"]["sparsity"]["worst"]) == 3
 
 
 def test_validate_text_prints_the_summary():
     out = _cli("validate")
     assert out.returncode == 0
-    assert "overall" in out.stdout and "worst:" in out.stdout and "within 30%" in out.stdout
+    assert "worst overall:" in out.stdout and "worst in sparsity:" in out.stdout
+    assert "within 30%" in out.stdout
 
 
 @pytest.mark.parametrize("args", [["validate", "--chapter", "brains"],
@@ -160,6 +162,8 @@ def test_run_script_arithmetic_and_names():
     assert run.table_name("NVIDIA GeForce RTX 4090", names) == "RTX 4090"
     assert run.table_name("NVIDIA A100-SXM4-80GB", names) == "A100 SXM4 80GB"
     assert run.table_name("Some Other GPU", names) is None
+    for other in ("NVIDIA GH200 480GB", "NVIDIA H200 NVL", "NVIDIA GB200", "NVIDIA L40"):
+        assert run.table_name(other, names + ["H200 SXM", "B200", "L40S"]) is None, other
     with pytest.raises(ValueError):
         run.row("x", "x", "x", 0.0, "ms", "")
 

@@ -74,3 +74,30 @@ def error_range(chapter: str, prefix: str, model: str = "book") -> tuple[float, 
     if not errors:
         raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
     return min(errors), max(errors)
+
+
+def error_of(chapter: str, id: str, model: str = "book") -> float:
+    """The error (predicted / measured - 1) of one scored row."""
+    for r in validate.rows(model, chapter):
+        if r["id"] == id:
+            return r["rel_error"]
+    raise ValueError(f"{id!r} is not a scored row of {chapter}")
+
+
+def median(chapter: str, prefix: str, model: str = "book") -> float:
+    """Median |error| of the chapter's rows whose id starts with ``prefix``."""
+    errors = [abs(r["rel_error"]) for r in validate.rows(model, chapter) if r["id"].startswith(prefix)]
+    if not errors:
+        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+    return float(pd.Series(errors).median())
+
+
+def memory_range(chapter: str, prefix: str, kind: str) -> tuple[float, float]:
+    """Smallest and largest error of the rows on cards with ``kind`` memory ("HBM" or "GDDR")."""
+    from .choosing_a_gpu import memory_kind
+
+    errors = [r["rel_error"] for r in validate.rows("book", chapter)
+              if r["id"].startswith(prefix) and memory_kind(r["hardware"]) == kind]
+    if not errors:
+        raise ValueError(f"no scored {kind} row of {chapter} starts with {prefix!r}")
+    return min(errors), max(errors)
