@@ -89,7 +89,8 @@ def _validate(args) -> tuple[list[dict], list[str], dict]:
     if not rows:
         raise ValueError("no measured row could be scored (check the ids and hardware names; "
                          "see measurements/README.md)")
-    return rows, ["id", "chapter", "hardware", "measured", "predicted", "unit", "rel_error"], \
+    return rows, ["id", "chapter", "hardware", "workload", "measured", "predicted", "unit",
+                  "rel_error"], \
         validate.summary(rows)
 
 

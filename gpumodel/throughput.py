@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _checks, cost, hardware, measured, memory, workloads
-from .units import TFLOPS
 
 WORKLOADS = ("transformer-train", "cnn-train", "llm-decode")
 #: Units of each workload's throughput.
@@ -374,6 +373,37 @@ def throughput(workload: str, accelerators=None, batch=None, gemm_efficiency=GEM
 
 
 throughput = _checks.finite_result(throughput)
+
+
+def decode_throughput(accelerators, batches, gemm_efficiency=GEMM_EFFICIENCY,
+                      bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS,
+                      **options) -> np.ndarray:
+    """Decoding tokens/s of each card (rows) at each batch size (columns): :func:`throughput` for "llm-decode", vectorized.
+
+    A decoding step's FLOP grow in proportion to the batch and its bytes are affine in it (the
+    weights once, plus activations and one key/value cache per sequence), so the kernel tables
+    of batches 1 and 2 give every other batch exactly, without rebuilding them.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Decoding: bandwidth over bytes per token").
+    """
+    cards = _cards(accelerators)
+    b = np.atleast_1d(_checks.positive_int("batches", batches)).astype(float)
+    if b.ndim != 1:
+        raise ValueError("batches must be a number or a 1-D list of them")
+    ge, be = _efficiencies(gemm_efficiency, bandwidth_efficiency)
+    launch = _checks.scalar("launch_seconds", launch_seconds)
+    if launch < 0:
+        raise ValueError("launch_seconds must be >= 0")
+    one, two = decode_kernels(1, **options), decode_kernels(2, **options)
+    flops = one["flops"][:, None] * b[None, :]
+    nbytes = one["bytes"][:, None] + (two["bytes"] - one["bytes"])[:, None] * (b[None, :] - 1)
+    peak, bw = card_rates(cards)
+    each = np.maximum(np.maximum(flops[..., None] / (ge * peak), nbytes[..., None] / (be * bw)),
+                      launch)
+    steps = (one["launches"][:, None, None] * each).sum(axis=0)
+    return (b[:, None] / steps).T
+
+
+decode_throughput = _checks.finite_result(decode_throughput)
 
 
 def relative_throughput(workload: str, accelerators=None, reference: str = REFERENCE,

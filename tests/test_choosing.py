@@ -242,3 +242,12 @@ def test_rank_refuses_bad_input_with_one_line(args):
     out = _cli(*args)
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 300), context=st.integers(1, 40000), bits=st.floats(2, 16))
+def test_vectorized_decode_equals_the_kernel_sum(batch, context, bits):
+    cards = ["RTX 4090", "H100 SXM5"]
+    fast = throughput.decode_throughput(cards, [1, batch], context=context, weight_bits=bits)
+    slow = throughput.throughput("llm-decode", cards, batch, context=context, weight_bits=bits)
+    assert fast[:, 1] == pytest.approx(slow, rel=1e-9)

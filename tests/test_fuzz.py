@@ -317,6 +317,8 @@ REGISTRY: dict[str, dict | Entry] = {
                                            reference="A100 SXM4 40GB", batch=8),
     "throughput.validation": dict(workload="cnn-train", predictor="bandwidth", reference="RTX 4090"),
     "throughput.median_error": dict(workload="llm-decode", predictor="model", reference="RTX 3090"),
+    "throughput.decode_throughput": dict(accelerators=["RTX 4090", "H100 SXM5"], batches=[1, 8],
+                                         gemm_efficiency=0.8, bandwidth_efficiency=0.9, launch_seconds=2e-6),
     "throughput.weight_bytes": dict(weight_bits=4.5, layers=2, d_model=256, d_ff=512, heads=4, kv_heads=2,
                                     vocab=1000, input_embedding=False),
     "throughput.rank": dict(workload="llm-decode", reference="RTX 4090", accelerators=["RTX 3090", "H100 SXM5"],

@@ -231,8 +231,8 @@ def decode_speed(model, weight_format, context):
     cards = [hardware.get(n) for n in DECODE_CARDS]
     names = [a.name for a in cards for _ in DECODE_BATCHES]
     batch = np.tile(DECODE_BATCHES, len(cards))
-    speed = throughput.throughput("llm-decode", names, list(batch), context=context,
-                                  weight_bits=bits, **arch)
+    speed = throughput.decode_throughput(cards, DECODE_BATCHES, context=context,
+                                         weight_bits=bits, **arch).ravel()
     usable = np.repeat([a.usable_memory_bytes for a in cards], DECODE_BATCHES.size)
     fits = workloads.inference_memory_bytes(weight_bytes, kv, batch) <= usable
     gpus = [n for n, f in zip(names, fits) if f]
@@ -444,6 +444,37 @@ def show_value(frame: pd.DataFrame) -> pd.DataFrame:
                            "per $1,000 owned": frame["per $1,000 owned"].map("{:.3f}".format)})
 
 
+def value(workload, years, utilization, usd_per_kwh):
+    """Relative throughput per $1,000 of launch price plus electricity, for the GPUs with a price."""
+    frame = value_frame(workload, years, utilization, usd_per_kwh)
+    return {"gpu": list(frame.index), "value": list(frame["per $1,000 owned"]),
+            "owned": list(frame["owned cost ($)"])}
+
+
+def value_chart(base):
+    return base.mark_bar().encode(
+        x=alt.X("value:Q", title="relative throughput per $1,000 (card + electricity)",
+                scale=alt.Scale(domain=[0, 0.8])),
+        y=alt.Y("gpu:N", title=None, sort="-x"),
+        tooltip=["gpu:N", alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("owned:Q", format=",.0f", title="owned cost ($)")],
+    ).properties(width=360, height=200)
+
+
+VALUE = Exploration(
+    name="gpu_value",
+    compute=value,
+    params=(Choice("workload", "workload", throughput.WORKLOADS, "transformer-train"),
+            Choice("years", "years owned", (1, 3, 5, 7), 5),
+            Slider("utilization", "utilization", 0.05, 0.95, 0.05, 0.15, grid_step=0.3),
+            Slider("usd_per_kwh", "electricity", 0.05, 0.45, 0.025, 0.175, unit="$/kWh",
+                   grid_step=0.1)),
+    chart=value_chart,
+    description="Modelled throughput per $1,000 of launch price plus electricity at the card's rated "
+                "power, for the GPUs whose launch price the table holds.",
+)
+
+
 # --- cloud or desktop --------------------------------------------------------------------------
 
 DAYS = np.linspace(0.0, 1500.0, 16)
@@ -498,4 +529,4 @@ def breakeven_frame(hourly_rates=(1.0, 2.14, 4.0)) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("use")
 
 
-EXPLORATIONS = [RANKING, DECODE, CLOUD]
+EXPLORATIONS = [RANKING, DECODE, CLOUD, VALUE]
