@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser lab outputs bench clean
+.PHONY: setup book test unit nbval browser-deps browser lab outputs bench student clean
 
 setup: $(STAMP)
 
@@ -41,7 +41,13 @@ lab: $(STAMP)
 outputs: $(STAMP)
 	env -u GPUMODEL_BOOK $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
+	$(BIN)/python tools/tag_solutions.py $(NOTEBOOKS)
 	$(BIN)/python tools/clean_notebooks.py $(NOTEBOOKS)
+
+## student: each chapter without its solutions and outputs, into _build/student (to hand out)
+student: $(STAMP)
+	rm -rf _build/student
+	$(BIN)/python -m gpumodel.student _build/student $(NOTEBOOKS)
 
 ## bench: callback latency, sweep speed and import time into _build/bench.json
 bench: $(STAMP)

@@ -5,6 +5,8 @@
 - drops duplicate inline scripts (Jupyter Book 1 registers sphinx-thebe's configuration twice,
   which throws "Identifier 'THEBE_JS_URL' has already been declared" in the browser);
 - gives the theme a valid default colour mode (an empty one logs a console error);
+- copies each chapter's student notebook (:mod:`gpumodel.student`: solutions removed, outputs
+  cleared) into ``_static/student/`` and links it under the chapter's Exercises heading;
 - (``make outputs`` strips stored widget state from the notebooks, so none is embedded either:
   widgets need a live kernel, and the static page uses Vega-Lite sliders instead).
 Explained in :doc:`/book/about` (section "How the interactive figures work").
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import charts
+from docutils import nodes
+
+from . import charts, student
 
 
 def _page_context(app, pagename, templatename, context, doctree):
@@ -28,13 +32,36 @@ def _page_context(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+def _chapter_notebook(app, docname: str) -> Path | None:
+    path = Path(app.srcdir) / f"{docname}.ipynb"
+    return path if path.exists() and student.has_exercises(path) else None
+
+
+def _student_link(app, doctree, docname):
+    if app.builder.format != "html" or _chapter_notebook(app, docname) is None:
+        return
+    name = Path(docname).name + ".ipynb"
+    href = "../" * docname.count("/") + f"_static/student/{name}"
+    html = (f'<p class="student-download">For a class: <a href="{href}" download>{name}, '
+            f'the student notebook</a> (exercises without solutions, outputs cleared). '
+            f'The full notebook is in the download menu at the top of the page.</p>')
+    sections = list(doctree.findall(nodes.section))
+    exercises = [s for s in sections if s.children and s[0].astext() == "Exercises"]
+    target = exercises[0] if exercises else (sections[0] if sections else None)
+    if target is not None:
+        target.insert(1, nodes.raw("", html, format="html"))
+
+
 def _build_finished(app, exception):
     if exception is None and app.builder.format == "html":
         charts.write_bundle(Path(app.outdir) / "_static")
+        notebooks = sorted((Path(app.srcdir) / "book").glob("*.ipynb"))
+        student.write(Path(app.outdir) / "_static" / "student", notebooks)
 
 
 def setup(app):
     app.add_js_file(charts.BUNDLE_NAME)
     app.connect("html-page-context", _page_context, priority=900)
+    app.connect("doctree-resolved", _student_link)
     app.connect("build-finished", _build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -93,3 +93,14 @@ def test_page_weight_and_no_cdn(name):
     assert len(text.encode()) < PAGE_LIMIT
     assert not re.search(r'<(script|link)[^>]+(src|href)="https?://', text)
     assert "widget-state+json" not in text
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_page_links_its_student_notebook(name):
+    page = HTML / "book" / f"{name}.html"
+    _need(page.exists(), "the book is not built (run `make book`)")
+    match = re.search(r'<p class="student-download">.*?<a href="([^"]+)" download>', page.read_text())
+    assert match, f"{name}: no student-notebook link"
+    target = (page.parent / match.group(1)).resolve()
+    assert target.exists(), target
+    assert "{solution" not in target.read_text()

@@ -1,0 +1,65 @@
+"""Student notebooks: solutions tagged in every chapter, and removed (with all outputs) by `make student`."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpumodel import student
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+CHAPTERS = [p for p in NOTEBOOKS if student.has_exercises(p)]
+
+
+def _tagged(cell) -> bool:
+    return student.TAG in cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_solution_cell_and_only_those_are_tagged(path):
+    nb = nbformat.read(str(path), as_version=4)
+    inside = False
+    for cell in nb.cells:
+        text = cell.source if cell.cell_type == "markdown" else ""
+        if "{solution-start}" in text:
+            assert not inside and text.lstrip().startswith("```{solution-start}"), text[:80]
+            inside = True
+        assert _tagged(cell) == inside, (path.stem, cell.source[:80])
+        if "{solution-end}" in text:
+            assert inside and text.rstrip().endswith("```"), text[-80:]
+            inside = False
+        if _tagged(cell):
+            assert not re.search(r"^#+ ", cell.source, re.M), cell.source[:80]
+    assert not inside
+
+
+def test_every_chapter_has_exercises():
+    assert {p.stem for p in CHAPTERS} == {p.stem for p in NOTEBOOKS} - {"seed_audit"}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_student_notebook_has_no_solution_and_no_output(path):
+    original = nbformat.read(str(path), as_version=4)
+    nb = student.student_notebook(path)
+    text = "\n".join(c.source for c in nb.cells)
+    assert "{solution" not in text
+    assert not re.search(r"glue:text\}`ex_", text), "solution glue left in the student notebook"
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    exercises = [c.source for c in original.cells if "{exercise}" in c.source]
+    assert [c.source for c in nb.cells if "{exercise}" in c.source] == exercises
+    assert len(exercises) >= 3
+    for source in exercises:
+        assert re.search(r"^:label: \S+", source, re.M), source[:80]
+    solution_code = [c.source for c in original.cells if _tagged(c) and c.cell_type == "code"]
+    kept = {c.source for c in nb.cells}
+    assert not any(code in kept for code in solution_code)
+
+
+def test_make_student_command(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "gpumodel.student", str(tmp_path), *map(str, NOTEBOOKS)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.ipynb")) == sorted(p.name for p in CHAPTERS)
