@@ -5,7 +5,7 @@ Uses nbconvert's own preprocessors: ``TagRemovePreprocessor`` drops the cells ta
 ``ClearOutputPreprocessor`` clears every output. ``make student`` writes them to
 ``_build/student/``; the book build copies them next to each chapter page.
 ``python -m gpumodel.student OUTDIR NOTEBOOK...``.
-Explained in :doc:`/book/about` (section "For instructors").
+Explained in :doc:`/book/instructor_guide`.
 """
 from __future__ import annotations
 
@@ -63,3 +63,97 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def _title(nb) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def outline(notebooks) -> list[dict]:
+    """Per chapter with exercises: its title, learning objectives and exercises, read from the notebook.
+
+    Each exercise is {"label", "kind", "task"}: kind "predict, then check" (for class: a slider
+    and a guess) or "compute" (for homework), task its first sentence.
+    Explained in :doc:`/book/instructor_guide`.
+    """
+    import re
+
+    import nbformat
+
+    out = []
+    for path in map(Path, notebooks):
+        if not has_exercises(path):
+            continue
+        nb = nbformat.read(str(path), as_version=4)
+        objectives = []
+        for cell in nb.cells:
+            if "Learning objectives" in cell.source:
+                objectives = [line[2:].strip().rstrip(";.") for line in cell.source.splitlines()
+                              if line.startswith("- ")]
+                break
+        exercises = []
+        for cell in nb.cells:
+            if cell.cell_type != "markdown" or "{exercise}" not in cell.source:
+                continue
+            label = re.search(r"^:label: (\S+)", cell.source, re.M).group(1)
+            body = cell.source.split(":label:", 1)[1].split("\n", 1)[1].strip().strip("`").strip()
+            predict = body.startswith("*Predict, then check.*")
+            task = body.replace("*Predict, then check.*", "").strip()
+            first = re.split(r"(?<=[.?])\s", task, maxsplit=1)[0]
+            exercises.append({"label": label, "kind": "predict, then check" if predict else "compute",
+                              "task": first})
+        out.append({"chapter": path.stem, "title": _title(nb), "objectives": objectives,
+                    "exercises": exercises})
+    return out
+
+
+#: The suggested course: one chapter per session, a lab at the end. (session, chapter, focus)
+SESSIONS = (
+    (1, "memory_hierarchy", "roofline, bandwidth, L2, waves"),
+    (2, "tensor_cores", "feeding Tensor Cores; peaks, cycles, MFU"),
+    (3, "low_precision", "formats, scaling, 8 and 4 bits"),
+    (4, "sparsity", "2:4 hardware, Amdahl's law, accuracy"),
+    (5, "parallelism", "collectives; data, tensor, pipeline; ZeRO"),
+    (6, "choosing_a_gpu", "a step on every card; memory, money, power"),
+    (7, "brain", "brain-FLOPS estimates and projections"),
+    (8, "lab", "measure a GPU, score the models on it"),
+)
+#: Suggested minutes per exercise: a predict-then-check exercise fits a class, a computation homework.
+MINUTES = {"predict, then check": 10, "compute": 25}
+
+
+def book_notebooks() -> list[Path]:
+    """The book's notebooks (``book/*.ipynb`` next to the package), in file-name order."""
+    return sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb"))
+
+
+def session_frame():
+    """The eight sessions: chapter title, focus, objectives and exercises per session."""
+    import pandas as pd
+
+    chapters = {c["chapter"]: c for c in outline(book_notebooks())}
+    rows = []
+    for number, chapter, focus in SESSIONS:
+        c = chapters.get(chapter)
+        rows.append({"session": number, "chapter": chapter if c else "(lab)", "focus": focus,
+                     "objectives": len(c["objectives"]) if c else 0,
+                     "exercises": len(c["exercises"]) if c else 0})
+    return pd.DataFrame(rows).set_index("session")
+
+
+def exercise_frame():
+    """Every exercise: label, chapter, kind, where it fits (class or homework), minutes, its task."""
+    import pandas as pd
+
+    rows = []
+    for c in outline(book_notebooks()):
+        for e in c["exercises"]:
+            rows.append({"label": e["label"], "chapter": c["chapter"], "kind": e["kind"],
+                         "fits": "class" if e["kind"] == "predict, then check" else "homework",
+                         "minutes": MINUTES[e["kind"]], "task": e["task"]})
+    return pd.DataFrame(rows).set_index("label")

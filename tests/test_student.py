@@ -37,7 +37,23 @@ def test_every_solution_cell_and_only_those_are_tagged(path):
 
 
 def test_every_chapter_has_exercises():
-    assert {p.stem for p in CHAPTERS} == {p.stem for p in NOTEBOOKS} - {"seed_audit"}
+    assert {p.stem for p in CHAPTERS} == {p.stem for p in NOTEBOOKS} - {"seed_audit", "instructor_guide"}
+
+
+def test_every_chapter_has_three_exercises_and_a_predict_then_check():
+    for chapter in student.outline(NOTEBOOKS):
+        kinds = [e["kind"] for e in chapter["exercises"]]
+        assert len(kinds) >= 3, chapter["chapter"]
+        assert "predict, then check" in kinds, chapter["chapter"]
+        assert chapter["objectives"], chapter["chapter"]
+
+
+def test_the_instructor_guide_plans_a_session_for_every_chapter():
+    planned = {chapter for _, chapter, _ in student.SESSIONS}
+    assert {p.stem for p in CHAPTERS} <= planned
+    guide = (ROOT / "book" / "instructor_guide.ipynb").read_text()
+    for path in CHAPTERS:
+        assert f"({path.stem}.ipynb)" in guide, f"the guide does not link {path.stem}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
