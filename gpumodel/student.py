@@ -74,6 +74,16 @@ def _title(nb) -> str:
     return ""
 
 
+def _plain(text: str) -> str:
+    """Markdown of an exercise as plain text: citations dropped, computed values marked, math unwrapped."""
+    import re
+
+    text = re.sub(r"\s*\{cite:[a-z]+\}`[^`]*`", "", text)
+    text = re.sub(r"\{glue:text\}`[^`]*`", "(a computed value)", text)
+    text = text.replace("\\times", "×").replace("\\,", " ").replace("$", "").replace("*", "")
+    return " ".join(text.split())
+
+
 def outline(notebooks) -> list[dict]:
     """Per chapter with exercises: its title, learning objectives and exercises, read from the notebook.
 
@@ -103,10 +113,11 @@ def outline(notebooks) -> list[dict]:
             label = re.search(r"^:label: (\S+)", cell.source, re.M).group(1)
             body = cell.source.split(":label:", 1)[1].split("\n", 1)[1].strip().strip("`").strip()
             predict = body.startswith("*Predict, then check.*")
-            task = body.replace("*Predict, then check.*", "").strip()
-            first = re.split(r"(?<=[.?])\s", task, maxsplit=1)[0]
+            task = _plain(body.replace("*Predict, then check.*", ""))
+            sentences = re.split(r"(?<=[.?])\s+", task)
+            question = next((s for s in sentences if s.endswith("?")), sentences[0])
             exercises.append({"label": label, "kind": "predict, then check" if predict else "compute",
-                              "task": first})
+                              "task": question})
         out.append({"chapter": path.stem, "title": _title(nb), "objectives": objectives,
                     "exercises": exercises})
     return out
@@ -150,10 +161,11 @@ def exercise_frame():
     """Every exercise: label, chapter, kind, where it fits (class or homework), minutes, its task."""
     import pandas as pd
 
+    chapters = {c["chapter"]: c for c in outline(book_notebooks())}
     rows = []
-    for c in outline(book_notebooks()):
-        for e in c["exercises"]:
-            rows.append({"label": e["label"], "chapter": c["chapter"], "kind": e["kind"],
-                         "fits": "class" if e["kind"] == "predict, then check" else "homework",
-                         "minutes": MINUTES[e["kind"]], "task": e["task"]})
+    for number, name, _ in SESSIONS:
+        for e in chapters.get(name, {"exercises": []})["exercises"]:
+            rows.append({"label": e["label"], "session": number, "kind": e["kind"],
+                         "suggested for": "class" if e["kind"] == "predict, then check" else "homework",
+                         "suggested minutes": MINUTES[e["kind"]], "task": e["task"]})
     return pd.DataFrame(rows).set_index("label")
