@@ -82,11 +82,16 @@ def _deepbench(row: dict, model: str, rows: dict) -> float:
     m, n, k = (int(x) for x in shape.split("x"))
     acc = _card(row["hardware"])
     peak = acc.fp32_tflops * TFLOPS if dtype == "fp32" else acc.peak_flops("fp16")
+    return _gemm_tflops(m, k, n, acc, peak, dtype, model)
+
+
+def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str) -> float:
+    """TFLOPS of one GEMM: the roofline (naive) or the best tiling with waves and split-K (book)."""
     flops = memory.matmul_flops(m, k, n)
     if model == "naive":
         return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
-    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count, tm, tn, s, dtype))
-               for tm, tn, s in GEMM_CONFIGS)
+    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count or 1, tm, tn, s,
+                                         dtype)) for tm, tn, s in GEMM_CONFIGS)
     return float(flops / best / TFLOPS)
 
 
@@ -234,13 +239,7 @@ def _mine_matmul(row: dict, model: str, rows: dict) -> float | None:
         return None
     _, _, dtype, shape = row["id"].split(".")
     m, n, k = (int(x) for x in shape.split("x"))
-    peak = acc.peak_flops(dtype)
-    flops = memory.matmul_flops(m, k, n)
-    if model == "naive":
-        return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
-    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count or 1, tm, tn, s,
-                                         dtype)) for tm, tn, s in GEMM_CONFIGS)
-    return float(flops / best / TFLOPS)
+    return _gemm_tflops(m, k, n, acc, acc.peak_flops(dtype), dtype, model)
 
 
 def _mine_stream(row: dict, model: str, rows: dict) -> float | None:

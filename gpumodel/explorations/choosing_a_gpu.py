@@ -323,41 +323,37 @@ def elementwise_bytes_per_token() -> dict:
 
 # --- memory -----------------------------------------------------------------------------------
 
-def lambda_batch_fill() -> dict:
-    """Per card with a known usable memory: modelled need at the batch run as a share of usable
-    memory ("need"), and the largest modelled batch over the batch run ("headroom")."""
+def _lambda_batches() -> list[dict]:
+    """Per Lambda BERT-large run on a card with a known usable memory: the card, its usable bytes,
+    the batch run, the largest batch the memory model fits and the model's need at the batch run."""
     params = workloads.encoder_params()
     arch = throughput.BERT_LARGE_SQUAD
-    need, headroom = [], []
+    shape = (arch["layers"], arch["d_model"], arch["heads"], arch["seq"])
+    out = []
     for r in measured.measurements("lambda.bert_large."):
         usable = hardware.get(r["hardware"]).usable_memory_bytes
         if usable is None:
             continue
-        fit = workloads.max_training_batch(usable, params, arch["layers"], arch["d_model"],
-                                           arch["heads"], arch["seq"])
-        used = workloads.training_memory_bytes(params, arch["layers"], arch["d_model"],
-                                               arch["heads"], arch["seq"], int(r["batch"]))
-        need.append(float(used / usable))
-        headroom.append(float(fit) / r["batch"])
-    return {"need": need, "headroom": headroom}
+        out.append({"card": r["hardware"], "usable": usable, "batch": int(r["batch"]),
+                    "fit": float(workloads.max_training_batch(usable, params, *shape)),
+                    "need": float(workloads.training_memory_bytes(params, *shape, int(r["batch"])))})
+    return out
+
+
+def lambda_batch_fill() -> dict:
+    """Per card with a known usable memory: modelled need at the batch run as a share of usable
+    memory ("need"), and the largest modelled batch over the batch run ("headroom")."""
+    runs = _lambda_batches()
+    return {"need": [r["need"] / r["usable"] for r in runs],
+            "headroom": [r["fit"] / r["batch"] for r in runs]}
 
 
 def lambda_batch_frame() -> pd.DataFrame:
     """Lambda's BERT-large batch per card against the largest batch the memory model fits."""
-    params = workloads.encoder_params()
-    arch = throughput.BERT_LARGE_SQUAD
-    rows = []
-    for r in measured.measurements("lambda.bert_large."):
-        usable = hardware.get(r["hardware"]).usable_memory_bytes
-        if usable is None:
-            continue
-        fit = workloads.max_training_batch(usable, params, arch["layers"], arch["d_model"],
-                                           arch["heads"], arch["seq"])
-        need = workloads.training_memory_bytes(params, arch["layers"], arch["d_model"],
-                                               arch["heads"], arch["seq"], int(r["batch"]))
-        rows.append({"accelerator": r["hardware"], "usable (GiB)": f"{usable / GiB:.1f}",
-                     "batch run": int(r["batch"]), "largest batch modelled": int(fit),
-                     "modelled need at that batch": f"{need / usable:.0%} of usable"})
+    rows = [{"accelerator": r["card"], "usable (GiB)": f"{r['usable'] / GiB:.1f}",
+             "batch run": r["batch"], "largest batch modelled": int(r["fit"]),
+             "modelled need at that batch": f"{r['need'] / r['usable']:.0%} of usable"}
+            for r in _lambda_batches()]
     return pd.DataFrame(rows).set_index("accelerator")
 
 
