@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser lab outputs bench student clean
+.PHONY: setup book test unit nbval browser-deps browser lab notebook outputs bench student clean
 
 setup: $(STAMP)
 
@@ -33,9 +33,13 @@ browser-deps:
 	  echo "installing Debian chromium for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## lab: JupyterLab on the chapters, widgets live
+## lab: JupyterLab on the chapters, widgets live, MyST markup rendered (jupyterlab-myst)
 lab: $(STAMP)
 	env -u GPUMODEL_BOOK $(BIN)/jupyter lab book/
+
+## notebook: the same in the Jupyter Notebook 7 interface
+notebook: $(STAMP)
+	env -u GPUMODEL_BOOK $(BIN)/jupyter notebook book/
 
 ## outputs: re-execute the notebooks in place after an intended model change; review `git diff book/`
 outputs: $(STAMP)

@@ -6,12 +6,19 @@ as ``application/vnd.vega.v5+json``, which JupyterLab draws itself with no netwo
 ``make book``), charts are emitted as a ``<div>`` plus a call to ``vegaEmbed`` from the
 book's own ``_static/vega-bundle.js``: no CDN, and a div id derived from the spec so
 re-running a notebook gives identical output.
+
+Every chart must carry a top-level Vega-Lite ``description`` (Vega puts it on the SVG as its
+``aria-label``, the text a screen reader reads): both renderers raise a ``ValueError`` without one.
+In the book build each chart is followed by a collapsed "Data behind this chart" table. Colours come
+from :data:`PALETTE` (Okabe and Ito's colour-blind-safe set), registered once as the Altair theme.
 Explained in :doc:`/book/about` (section "How the interactive figures work").
 """
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import math
 import os
 from pathlib import Path
 
@@ -19,6 +26,19 @@ import altair as alt
 
 BOOK_ENV = "GPUMODEL_BOOK"
 BUNDLE_NAME = "vega-bundle.js"
+
+#: Okabe and Ito's categorical palette (readable with every common colour-vision deficiency), in the
+#: order a chart's series take it: blue, orange, bluish green, vermillion, reddish purple, sky blue,
+#: yellow, black.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY_BLUE, YELLOW, BLACK = PALETTE
+#: Neutral colours for reference lines, text, cell borders and de-emphasised series.
+GREYS = ("#000000", "#333333", "#555555", "#767676", "#7f7f7f", "#999999", "#bbbbbb", "#d9d9d9", "#ffffff",
+         "white", "black")
+#: Sequential scheme (its lightness rises monotonically, so it also reads in greyscale).
+SEQUENTIAL = "viridis"
+#: Most rows of one "Data behind this chart" table; the rest are cut, and the summary says how many.
+MAX_TABLE_ROWS = 150
 
 _EMBED = """<div id="{id}" class="gpumodel-chart"></div>
 <script type="text/javascript">
@@ -40,6 +60,22 @@ _EMBED = """<div id="{id}" class="gpumodel-chart"></div>
 </script>"""
 
 
+def _theme() -> dict:
+    return {"config": {"range": {"category": list(PALETTE), "ordinal": {"scheme": SEQUENTIAL},
+                                 "ramp": {"scheme": SEQUENTIAL}, "heatmap": {"scheme": SEQUENTIAL}},
+                       "mark": {"color": BLUE}}}
+
+
+def check_description(spec: dict) -> str:
+    """The spec's top-level ``description`` (its text alternative); ValueError if it is missing or empty."""
+    text = spec.get("description") if isinstance(spec, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("gpumodel chart without a description: every chart needs a top-level Vega-Lite "
+                         "description (its text alternative): add .properties(description=\"...\") saying "
+                         "what the axes, the series and any slider show")
+    return text
+
+
 def book_mode() -> bool:
     """True while the HTML book is being built (``GPUMODEL_BOOK=1``)."""
     return os.environ.get(BOOK_ENV, "") == "1"
@@ -52,16 +88,104 @@ def embed_html(spec: dict) -> str:
     return _EMBED.format(id=chart_id, spec=text.replace("</", "<\\/"), bundle=BUNDLE_NAME)
 
 
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return html.escape(str(value))
+
+
+def _bound_values(spec: dict) -> dict:
+    """The default value of each parameter bound to an input (a slider or a menu), by name."""
+    found = {}
+    for param in spec.get("params", []) or []:
+        if isinstance(param, dict) and "bind" in param and "value" in param:
+            found[param["name"]] = param["value"]
+    return found
+
+
+def _matches(row: dict, values: dict) -> bool:
+    for name, value in values.items():
+        if name not in row:
+            continue
+        cell = row[name]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (cell, value))
+        if numbers and abs(cell - value) < 1e-9:
+            continue
+        if cell != value:
+            return False
+    return True
+
+
+def _datasets(spec: dict) -> list[list[dict]]:
+    """The inline datasets of a spec (named ones in order, then any inline ``data.values``)."""
+    found = [rows for rows in (spec.get("datasets") or {}).values() if isinstance(rows, list)]
+    stack = [spec]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                found.append(data["values"])
+            stack.extend(v for k, v in node.items() if k not in ("datasets", "data"))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def data_html(spec: dict, max_rows: int = MAX_TABLE_ROWS) -> str:
+    """A collapsed ``<details>`` with the data a chart shows as HTML tables (at the default slider values).
+
+    For a chart whose parameters are bound to sliders or menus, the rows are those the chart draws at
+    the parameters' default values; tables longer than ``max_rows`` rows are cut, and the summary says so.
+    """
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows must be a whole number >= 1 (got {max_rows!r:.60})")
+    values = _bound_values(spec)
+    tables, cut = [], 0
+    for rows in _datasets(spec):
+        rows = [r for r in rows if isinstance(r, dict) and _matches(r, values)]
+        if not rows:
+            continue
+        columns = [c for c in dict.fromkeys(k for r in rows for k in r) if c not in values]
+        if not columns:
+            continue
+        shown = rows[:max_rows]
+        cut += len(rows) - len(shown)
+        head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in columns)
+        body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns) + "</tr>"
+                       for r in shown)
+        note = (f"<caption>first {len(shown)} of {len(rows)} rows</caption>" if len(rows) > len(shown)
+                else "")
+        tables.append(f'<table class="gpumodel-data-table">{note}<thead><tr>{head}</tr></thead>'
+                      f"<tbody>{body}</tbody></table>")
+    if not tables:
+        return ""
+    summary = "Data behind this chart"
+    if values:
+        summary += " (at the default settings: " + ", ".join(
+            f"{html.escape(str(k))} = {_cell(v)}" for k, v in values.items()) + ")"
+    if cut:
+        summary += f"; {cut} rows cut"
+    return (f'<details class="gpumodel-data"><summary>{summary}</summary>'
+            f'<div class="gpumodel-data-tables" tabindex="0" role="region" aria-label="Data behind this chart">'
+            f'{"".join(tables)}</div></details>')
+
+
 def _book_renderer(spec: dict, **_) -> dict:
-    return {"text/html": embed_html(spec)}
+    check_description(spec)
+    return {"text/html": embed_html(spec) + "\n" + data_html(spec)}
 
 
 def _jupyter_renderer(spec: dict, **_) -> dict:
     import vl_convert as vlc
 
+    text = check_description(spec)
     vega = vlc.vegalite_to_vega(spec, vl_version=_vl_version())
-    return {"application/vnd.vega.v5+json": vega,
-            "text/plain": "<chart: open this notebook in JupyterLab, or read the HTML book, to see it>"}
+    return {"application/vnd.vega.v5+json": vega, "text/plain": f"Chart: {text}"}
 
 
 def _vl_version() -> str:
@@ -74,6 +198,7 @@ def setup() -> None:
     alt.renderers.register("gpumodel_jupyter", _jupyter_renderer)
     alt.renderers.enable("gpumodel_book" if book_mode() else "gpumodel_jupyter")
     alt.data_transformers.disable_max_rows()
+    alt.theme.register("gpumodel", enable=True)(_theme)
 
 
 def write_bundle(static_dir: str | Path) -> Path:

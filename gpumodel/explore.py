@@ -148,8 +148,13 @@ class Slider:
 
     def binding(self):
         step = self.grid_step or self.step
-        label = f"{self.label} ({self.unit}) " if self.unit else f"{self.label} "
-        return alt.binding_range(min=self.min, max=float(self.grid().max()), step=step, name=label)
+        return alt.binding_range(min=self.min, max=float(self.grid().max()), step=step,
+                                 name=control_label(self) + " ")
+
+    def summary(self) -> str:
+        """One line for a reader without a kernel: label (unit), range, step and default."""
+        return (f"{control_label(self)}: {_plain(self.min)} to {_plain(self.max)} in steps of "
+                f"{_plain(self.step)} (default {_plain(self.default)})")
 
 
 @dataclass(frozen=True)
@@ -181,7 +186,24 @@ class Choice:
         return f"datum['{self.name}'] == {self.name}"
 
     def binding(self):
-        return alt.binding_select(options=list(self.options), name=f"{self.label} ")
+        return alt.binding_select(options=list(self.options), name=control_label(self) + " ")
+
+    def summary(self) -> str:
+        """One line for a reader without a kernel: label, the options and the default."""
+        return f"{control_label(self)}: {' / '.join(map(str, self.options))} (default {self.default})"
+
+
+def control_label(param: Slider | Choice) -> str:
+    """The label a control shows, ``label (unit)`` for a slider with a unit; the static page's
+    bound sliders and the live panel both use it."""
+    if isinstance(param, Slider) and param.unit:
+        return f"{param.label} ({param.unit})"
+    return param.label
+
+
+def _plain(value) -> str:
+    """A number as the controls show it: 16384, 0.05, 1.8 (no trailing zeros, no exponent below 1e10)."""
+    return f"{float(value):.10g}"
 
 
 @dataclass(frozen=True)
@@ -207,8 +229,9 @@ class Exploration:
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise ValueError(f"exploration {self.name}: params must have distinct names (got {names})")
-        if not isinstance(self.description, str):
-            raise ValueError(f"exploration {self.name}: description must be a string (got {self.description!r:.60})")
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ValueError(f"exploration {self.name}: description must be a non-empty string saying what the "
+                             f"chart shows, its axes and series (got {self.description!r:.60})")
         if not isinstance(self.notes, dict):
             raise ValueError(f"exploration {self.name}: notes must be a dict (got {self.notes!r:.60})")
 
@@ -242,15 +265,26 @@ class Exploration:
                   for combo in itertools.product(*(p.grid() for p in self.params))]
         return pd.concat(frames, ignore_index=True)
 
+    def alt_text(self) -> str:
+        """The chart's text alternative: :attr:`description` plus what each control changes."""
+        controls = "; ".join(
+            control_label(p)
+            + (f" from {p.min:g} to {p.max:g}" if isinstance(p, Slider) else
+               f", one of {', '.join(map(str, p.options))}")
+            + f", default {p.default}" for p in self.params)
+        text = self.description.strip()
+        return f"{text} Controls: {controls}." if controls else text
+
     def draw(self, **values):
         """The chart of one state as an Altair object."""
-        return self.chart(alt.Chart(self.table(**values)))
+        return self.chart(alt.Chart(self.table(**values))).properties(description=self.alt_text())
 
     def live_spec(self) -> dict:
         """The chart's Vega-Lite spec with its data left as a named slot, built once per exploration."""
         cached = self.__dict__.get("_live_spec")
         if cached is None:
-            cached = self.chart(alt.Chart(alt.Data(name=LIVE_DATA))).to_dict()
+            cached = self.chart(alt.Chart(alt.Data(name=LIVE_DATA))).properties(
+                description=self.alt_text()).to_dict()
             object.__setattr__(self, "_live_spec", cached)
         return cached
 
@@ -270,14 +304,15 @@ def static_chart(exploration: Exploration, decimals: int = 6):
     expression = " && ".join(p.snap_expression() for p in exploration.params)
     base = alt.Chart(data).transform_filter(expression)
     vl_params = [alt.param(name=p.name, value=p.default, bind=p.binding()) for p in exploration.params]
-    return exploration.chart(base).add_params(*vl_params)
+    return exploration.chart(base).add_params(*vl_params).properties(description=exploration.alt_text())
 
 
 class Panel:
     """Live controls for an exploration; each change re-runs the model and updates the chart in place.
 
     The chart is a display with an id (``update_display_data``), not an ``Output`` widget, so no
-    chart output is routed through widget state.
+    chart output is routed through widget state. The controls' stored text form is
+    :meth:`summary`, a plain description, not the widget's ``HBox(children=...`` repr.
     """
 
     def __init__(self, exploration: Exploration):
@@ -286,12 +321,20 @@ class Panel:
         self.exploration = exploration
         self.controls = {}
         for p in exploration.params:
+            # "initial": the description takes its full width instead of being cut to 80 px.
+            style = {"description_width": "initial"}
             if isinstance(p, Choice):
-                control = widgets.Dropdown(options=list(p.options), value=p.default, description=p.label)
+                layout = widgets.Layout(width="max-content", max_width="100%", margin="2px 1em 2px 0")
+                control = widgets.Dropdown(options=list(p.options), value=p.default,
+                                           description=control_label(p), style=style, layout=layout)
             else:
                 kind = widgets.IntSlider if p.integer else widgets.FloatSlider
-                control = kind(min=p.min, max=p.max, step=p.step, value=p.default, description=p.label,
-                               continuous_update=False, style={"description_width": "initial"})
+                # room for the whole label, then a track of about 12em and the readout
+                layout = widgets.Layout(width=f"calc({len(control_label(p)) + 2}ch + 16em)",
+                                        max_width="100%", margin="2px 1em 2px 0")
+                control = kind(min=p.min, max=p.max, step=p.step, value=p.default,
+                               description=control_label(p), continuous_update=False, style=style,
+                               layout=layout)
             control.observe(self._redraw, names="value")
             self.controls[p.name] = control
         self.box = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
@@ -306,10 +349,21 @@ class Panel:
         if self.handle is not None:
             self.handle.update(self.bundle, raw=True)
 
+    def summary(self) -> str:
+        """What the stored output says before the cell runs: the controls, their ranges and units."""
+        lines = ["Live panel with these controls; they become live when this cell runs in a Python "
+                 "kernel (JupyterLab or Jupyter Notebook). The chart below is drawn at their defaults."]
+        lines += [f"- {p.summary()}" for p in self.exploration.params]
+        return "\n".join(lines)
+
+    def controls_bundle(self) -> dict:
+        """The controls' mimebundle: the widget view for a live frontend, :meth:`summary` as text."""
+        return {**self.box._repr_mimebundle_(), "text/plain": self.summary()}
+
     def _ipython_display_(self):
         from IPython.display import display
 
-        display(self.box)
+        display(self.controls_bundle(), raw=True)
         self.handle = display(self.bundle, raw=True, display_id=True)
 
 
@@ -333,7 +387,13 @@ def callback_seconds(exploration: Exploration, values: dict) -> float:
 
 
 def glue(name: str, value) -> None:
-    """Make a computed number available to the prose as ``{glue:text}`name:.2f```; shows nothing in the cell."""
+    """Make a computed number available to the prose as ``{glue:text}`name:.2f```.
+
+    In the book build it shows nothing in the cell; elsewhere (Jupyter, where the prose shows
+    the role raw) it also prints ``name = value`` so the reader finds the number under its name.
+    """
     from myst_nb import glue as myst_glue
 
     myst_glue(name, float(value), display=False)
+    if not charts.book_mode():
+        print(f"{name} = {float(value):,.6g}")

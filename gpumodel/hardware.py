@@ -120,6 +120,16 @@ class Accelerator:
         return self.peak_flops(dtype) / self.bandwidth
 
 
+def _positive_number(where: str, raw: str) -> float:
+    try:
+        number = float(raw)
+    except ValueError:
+        raise ValueError(f"{where}: not a number ({raw!r})") from None
+    if number <= 0:
+        raise ValueError(f"{where}: must be > 0 (got {raw})")
+    return number
+
+
 def _parse(row: dict, line: int) -> Accelerator:
     kwargs = {}
     for f in fields(Accelerator):
@@ -136,12 +146,7 @@ def _parse(row: dict, line: int) -> Accelerator:
         elif not raw:
             kwargs[f.name] = None
         else:
-            try:
-                number = float(raw)
-            except ValueError:
-                raise ValueError(f"{where}: not a number ({raw!r})") from None
-            if number <= 0:
-                raise ValueError(f"{where}: must be > 0 (got {raw})")
+            number = _positive_number(where, raw)
             kwargs[f.name] = int(number) if f.type.startswith("int") else number
     usable = kwargs["usable_memory_gib"]
     if usable is not None and usable > kwargs["memory_gib"]:
@@ -182,6 +187,84 @@ def get(name: str) -> Accelerator:
     """The accelerator called ``name`` (case-insensitive); unknown names raise ValueError with suggestions."""
     table = _load()
     return table[_checks.choice("accelerator name", name, table)]
+
+
+@dataclass(frozen=True)
+class CPU:
+    """One row of the CPU table (``data/cpus.csv``), for comparing a CPU with a GPU.
+
+    Explained in :doc:`/book/how_a_gpu_runs` (section "CPU versus GPU").
+    """
+    name: str
+    vendor: str
+    architecture: str
+    year: int
+    cores: int
+    threads: int
+    base_clock_ghz: float
+    all_core_boost_ghz: float
+    fp32_flop_per_cycle_per_core: float
+    memory_channels: int
+    memory_mts: float
+    channel_bytes: float
+    l3_cache_mib: float
+    tdp_w: float
+    source: str
+
+    @property
+    def peak_flops(self) -> float:
+        """FP32 vector peak in FLOP/s: cores x FLOP per cycle x all-core boost clock.
+
+        The boost clock, like the GPUs' peaks, which are quoted at their boost clocks.
+        """
+        return self.cores * self.fp32_flop_per_cycle_per_core * self.all_core_boost_ghz * 1e9
+
+    @property
+    def bandwidth(self) -> float:
+        """Peak DRAM bandwidth in bytes/s: channels x transfers per second x bytes per transfer."""
+        return self.memory_channels * self.memory_mts * 1e6 * self.channel_bytes
+
+
+def _parse_cpu(row: dict, line: int) -> CPU:
+    kwargs = {}
+    for f in fields(CPU):
+        raw = (row.get(f.name) or "").strip()
+        where = f"cpus.csv line {line}, column {f.name}"
+        if not raw:
+            raise ValueError(f"{where}: required value is empty")
+        if f.type == "str":
+            kwargs[f.name] = raw
+            continue
+        number = _positive_number(where, raw)
+        kwargs[f.name] = int(number) if f.type == "int" else number
+    return CPU(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_cpus() -> dict[str, CPU]:
+    text = resources.files("gpumodel").joinpath("data/cpus.csv").read_text()
+    table = {}
+    for line, row in enumerate(csv.DictReader(text.splitlines()), start=2):
+        cpu = _parse_cpu(row, line)
+        table[cpu.name] = cpu
+    return table
+
+
+def cpus() -> list[CPU]:
+    """Every CPU in the CPU table, in table order.
+
+    Explained in :doc:`/book/how_a_gpu_runs` (section "CPU versus GPU").
+    """
+    return list(_load_cpus().values())
+
+
+def get_cpu(name: str) -> CPU:
+    """The CPU called ``name`` (case-insensitive); unknown names raise ValueError with suggestions.
+
+    Explained in :doc:`/book/how_a_gpu_runs` (section "CPU versus GPU").
+    """
+    table = _load_cpus()
+    return table[_checks.choice("cpu name", name, table)]
 
 
 def records() -> list[dict]:

@@ -187,6 +187,18 @@ def ridge_point(peak_flops, bandwidth):
 
 
 @_checks.finite_result
+def bytes_in_flight(bandwidth, latency_seconds):
+    """Bytes that must be requested and not yet returned to keep memory busy: bandwidth x latency.
+
+    Little's law: with ``bandwidth`` in bytes/s and a load ``latency_seconds`` long, a
+    processor that has fewer bytes outstanding leaves the memory idle part of the time.
+    Explained in :doc:`/book/how_a_gpu_runs` (section "CPU versus GPU").
+    """
+    return (_checks.positive("bandwidth", bandwidth)
+            * _checks.positive("latency_seconds", latency_seconds))
+
+
+@_checks.finite_result
 def matmul_roofline_seconds(m, k, n, peak_flops, bandwidth, dtype: str = "fp16"):
     """Roofline time of a matmul: max(FLOP / peak, minimum bytes / bandwidth), in seconds.
 

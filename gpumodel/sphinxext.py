@@ -5,6 +5,9 @@
 - drops duplicate inline scripts (Jupyter Book 1 registers sphinx-thebe's configuration twice,
   which throws "Identifier 'THEBE_JS_URL' has already been declared" in the browser);
 - gives the theme a valid default colour mode (an empty one logs a console error);
+- repairs the theme's markup that axe-core flags as serious (:func:`accessible_html`): the search
+  field's ``aria-label`` that hides its visible text, the colour-mode button's name that omits its
+  icon's title, and the bibliography's deprecated ``doc-biblioentry`` role inside a list;
 - copies each chapter's student notebook (:mod:`gpumodel.student`: solutions removed, outputs
   cleared) into ``_static/student/`` and links it under the chapter's Exercises heading;
 - (``make outputs`` strips stored widget state from the notebooks, so none is embedded either:
@@ -13,6 +16,7 @@ Explained in :doc:`/book/about` (section "How the interactive figures work").
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -52,8 +56,42 @@ def _student_link(app, doctree, docname):
         target.insert(1, nodes.raw("", html, format="html"))
 
 
+_SEARCH_FIELD = re.compile(r'(<button class="[^"]*\bsearch-button-field\b[^"]*"[^>]*?) aria-label="[^"]*"')
+_FIXES = (
+    # the button's visible text ("Search Ctrl+K") is its name; an aria-label of "Search" hid part of it
+    (_SEARCH_FIELD, r"\1"),
+    # the visible sun/moon/half-circle icon's title ("Light", "Dark", "System Settings") is the
+    # button's visible text, so the name must contain it
+    (re.compile(r'(<button class="[^"]*\btheme-switch-button\b[^"]*" )aria-label="Color mode"'),
+     r'\1aria-label="Color mode: light, dark or system settings"'),
+    # a role="list" may only own list items; doc-biblioentry is deprecated and not one
+    (re.compile(r'<div class="citation" (id="[^"]*") role="doc-biblioentry">'), r'<div class="citation" \1 role="listitem">'),
+)
+
+
+def accessible_html(text: str) -> str:
+    """``text`` (a built page) with the theme's markup that fails axe-core's serious checks repaired.
+
+    Explained in :doc:`/book/about` (section "How the interactive figures work").
+    """
+    for pattern, replacement in _FIXES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _repair_pages(outdir: Path) -> None:
+    for page in sorted(outdir.rglob("*.html")):
+        if "_static" in page.relative_to(outdir).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        fixed = accessible_html(text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def _build_finished(app, exception):
     if exception is None and app.builder.format == "html":
+        _repair_pages(Path(app.outdir))
         charts.write_bundle(Path(app.outdir) / "_static")
         notebooks = sorted((Path(app.srcdir) / "book").glob("*.ipynb"))
         student.write(Path(app.outdir) / "_static" / "student", notebooks)

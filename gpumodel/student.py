@@ -80,7 +80,8 @@ def _plain(text: str) -> str:
 
     text = re.sub(r"\s*\{cite:[a-z]+\}`[^`]*`", "", text)
     text = re.sub(r"\{glue:text\}`[^`]*`", "(a computed value)", text)
-    text = text.replace("\\times", "×").replace("\\,", " ").replace("$", "").replace("*", "")
+    text = text.replace("\\$", "\0").replace("\\times", "×").replace("\\,", " ")
+    text = text.replace("$", "").replace("*", "").replace("\0", "$")
     return " ".join(text.split())
 
 
@@ -123,16 +124,16 @@ def outline(notebooks) -> list[dict]:
     return out
 
 
-#: The suggested course: one chapter per session, a lab at the end. (session, chapter, focus)
+#: The suggested course: one chapter per session; the lab goes with the last. (session, chapter, focus)
 SESSIONS = (
-    (1, "memory_hierarchy", "roofline, bandwidth, L2, waves"),
-    (2, "tensor_cores", "feeding Tensor Cores; peaks, cycles, MFU"),
-    (3, "low_precision", "formats, scaling, 8 and 4 bits"),
-    (4, "sparsity", "2:4 hardware, Amdahl's law, accuracy"),
-    (5, "parallelism", "collectives; data, tensor, pipeline; ZeRO"),
-    (6, "choosing_a_gpu", "a step on every card; memory, money, power"),
-    (7, "brain", "brain-FLOPS estimates and projections"),
-    (8, "lab", "measure a GPU, score the models on it"),
+    (1, "how_a_gpu_runs", "CPU and GPU; a matmul's FLOP and bytes; three regimes"),
+    (2, "memory_hierarchy", "roofline, bandwidth, L2, waves"),
+    (3, "tensor_cores", "feeding Tensor Cores; peaks, cycles, MFU"),
+    (4, "low_precision", "formats, scaling, 8 and 4 bits"),
+    (5, "sparsity", "2:4 hardware, Amdahl's law, accuracy"),
+    (6, "parallelism", "collectives; data, tensor, pipeline; ZeRO"),
+    (7, "choosing_a_gpu", "a step on every card; memory, money, power"),
+    (8, "brain", "brain-FLOPS estimates and projections; the lab"),
 )
 #: Suggested minutes per exercise: a predict-then-check exercise fits a class, a computation homework.
 MINUTES = {"predict, then check": 10, "compute": 25}

@@ -270,6 +270,43 @@ def kernel_times(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFI
     return np.asarray(kernels["launches"], float)[:, None] * each
 
 
+@_checks.finite_result
+def time_by_regime(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
+                   bandwidth_efficiency=BANDWIDTH_EFFICIENCY,
+                   launch_seconds=LAUNCH_SECONDS) -> dict:
+    """Seconds of one step spent in kernels of each regime, per card: {regime: array (cards,)}.
+
+    Each kernel's time (:func:`kernel_times`) is counted under the largest of its three
+    terms (:func:`gpumodel.memory.regime`): "compute", "memory" or "overhead".
+    Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
+    """
+    times = kernel_times(kernels, peak_flops, bandwidth, gemm_efficiency, bandwidth_efficiency,
+                         launch_seconds)
+    peak = np.atleast_1d(np.asarray(peak_flops, float))
+    bw = np.atleast_1d(np.asarray(bandwidth, float))
+    which = memory.regime(np.asarray(kernels["flops"], float)[:, None],
+                          np.asarray(kernels["bytes"], float)[:, None],
+                          gemm_efficiency * peak, bandwidth_efficiency * bw, launch_seconds)
+    return {name: np.where(which == i, times, 0.0).sum(axis=0)
+            for i, name in enumerate(memory.REGIMES)}
+
+
+@_checks.finite_result
+def flop_utilization(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
+                     bandwidth_efficiency=BANDWIDTH_EFFICIENCY,
+                     launch_seconds=LAUNCH_SECONDS):
+    """Share of the peak a whole step uses, per card: step FLOP / (step seconds x peak_flops).
+
+    The step's FLOP are every kernel's FLOP times its launches; the time is the sum of
+    :func:`kernel_times`.
+    Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
+    """
+    times = kernel_times(kernels, peak_flops, bandwidth, gemm_efficiency, bandwidth_efficiency,
+                         launch_seconds)
+    flops = float(np.sum(np.asarray(kernels["flops"], float) * np.asarray(kernels["launches"], float)))
+    return flops / (times.sum(axis=0) * np.atleast_1d(np.asarray(peak_flops, float)))
+
+
 def _workload(name) -> str:
     return _checks.choice("workload", name, WORKLOADS)
 

@@ -1,7 +1,12 @@
-"""The built chapter in headless Chromium with the network blocked.
+"""The built book in headless Chromium with the network blocked.
+
+Every page under the HTML root is opened (no console errors, no outside requests) and checked by
+axe-core (vendored in tests/vendor, injected from disk): no violation of impact "serious" or
+"critical". Chapters are also checked for drawn charts and working sliders.
 
 Needs `make book` first; `make test` builds the book and sets GPUMODEL_REQUIRE_BROWSER=1,
-which turns a missing build or browser into a failure instead of a skip.
+which turns a missing build or browser into a failure instead of a skip. GPUMODEL_HTML points the
+test at another build (e.g. `jupyter-book build . --path-output /tmp/b` gives /tmp/b/_build/html).
 """
 import os
 import re
@@ -11,10 +16,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
+HTML = Path(os.environ.get("GPUMODEL_HTML") or ROOT / "_build" / "html").resolve()
 CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb") if p.stem not in ("seed_audit", "instructor_guide"))
 PAGE_LIMIT = 3 * 1024 * 1024
 REQUIRED = os.environ.get("GPUMODEL_REQUIRE_BROWSER") == "1"
+AXE = ROOT / "tests" / "vendor" / "axe.min.js"
+#: axe-core impacts that fail the test ("minor" and "moderate" are reported by axe but not failed on).
+FAILING_IMPACTS = ("serious", "critical")
+#: Folders of the build that hold no pages of the book: the theme's assets and the notebooks'
+#: sources (_static, _sources, _images) and the executed notebooks (jupyter_execute).
+NOT_PAGES = {"_static", "_sources", "_images", "jupyter_execute"}
+
+
+def all_pages() -> list[str]:
+    """Every HTML page of the build, relative to its root (none hard-coded: new chapters are found)."""
+    if not HTML.is_dir():
+        return ["book/intro.html"]  # reported as "not built" by the tests, rather than no tests at all
+    return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+                  if not NOT_PAGES.intersection(p.relative_to(HTML).parts))
+
+
+PAGES = all_pages()
 
 
 def _need(condition: bool, why: str):
@@ -26,7 +48,8 @@ def _need(condition: bool, why: str):
 
 @pytest.fixture(scope="module")
 def browser():
-    _need((HTML / "book" / "memory_hierarchy.html").exists(), "the book is not built (run `make book`)")
+    _need((HTML / "book" / "memory_hierarchy.html").exists(), f"the book is not built in {HTML} (run `make book`)")
+    _need(AXE.exists(), f"{AXE} is missing (see tests/vendor/README.md)")
     chromium = shutil.which("chromium")
     _need(chromium is not None, "Debian chromium is not installed")
     from playwright.sync_api import sync_playwright
@@ -39,7 +62,8 @@ def browser():
         b.close()
 
 
-def _open(browser, name):
+def _open(browser, name, charts=True):
+    """Open a chapter (``name``) or any page (``name`` ending in .html) with the network blocked."""
     page = browser.new_page()
     errors, outside = [], []
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
@@ -53,20 +77,67 @@ def _open(browser, name):
             r.abort()
 
     page.route("**/*", route)
-    page.goto((HTML / "book" / f"{name}.html").as_uri(), wait_until="load")
-    page.wait_for_selector(".gpumodel-chart svg", timeout=20_000)
+    path = HTML / name if name.endswith(".html") else HTML / "book" / f"{name}.html"
+    page.goto(path.as_uri(), wait_until="load")
+    if charts or page.locator(".gpumodel-chart").count():
+        page.wait_for_selector(".gpumodel-chart svg", timeout=20_000)
     page.wait_for_timeout(500)
     return page, errors, outside
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's serious and critical violations on the open page, collapsed data tables opened."""
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    page.add_script_tag(path=str(AXE))
+    # preload: false, or axe fetches the stylesheets by XHR, which file:// pages refuse (console errors)
+    found = page.evaluate("""async () => {
+        const result = await axe.run(document, {preload: false, resultTypes: ["violations"]});
+        return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+            targets: v.nodes.map(n => n.target.join(" "))}));
+    }""")
+    return [v for v in found if v["impact"] in FAILING_IMPACTS]
+
+
+def _describe(violations) -> str:
+    return "\n".join(f"{v['impact']} {v['id']} ({v['help']}): {', '.join(v['targets'][:6])}"
+                     + (f" and {len(v['targets']) - 6} more" if len(v["targets"]) > 6 else "")
+                     for v in violations)
+
+
+def test_every_page_is_walked():
+    _need(HTML.is_dir(), f"the book is not built in {HTML} (run `make book`)")
+    chapters = {f"book/{name}.html" for name in CHAPTERS}
+    assert chapters <= set(PAGES), sorted(chapters - set(PAGES))
+    assert {"index.html", "search.html", "genindex.html"} <= set(PAGES)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_is_offline_clean_and_accessible(browser, path):
+    page, errors, outside = _open(browser, path, charts=False)
+    before_axe = list(errors)
+    violations = axe_violations(page)
+    late = errors[len(before_axe):]
+    page.close()
+    assert before_axe == [], f"{path}: console errors: {before_axe}"
+    assert outside == [], f"{path}: requests outside the build: {outside}"
+    assert violations == [], f"{path}: axe-core found\n{_describe(violations)}"
+    assert late == [], f"{path}: console errors while axe ran: {late}"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_page_has_no_errors_and_no_outside_requests(browser, name):
     page, errors, outside = _open(browser, name)
     charts = page.locator(".gpumodel-chart svg").count()
+    # Vega gives the chart's container role="graphics-document" and the spec's description as aria-label
+    labels = page.locator(".gpumodel-chart").evaluate_all(
+        "s => s.map(e => e.getAttribute('role') === 'graphics-document' ? e.getAttribute('aria-label') || '' : '')")
+    toggles = page.locator("details.gpumodel-data:has(table)").count()
     page.close()
     assert errors == []
     assert outside == []
     assert charts >= 2
+    assert all(len(label) > 40 for label in labels), labels  # the spec's description, read by screen readers
+    assert toggles == charts  # every chart has its data behind a toggle
 
 
 @pytest.mark.parametrize("name", CHAPTERS)

@@ -113,6 +113,12 @@ def test_latency_and_measurement_sources_are_known_keys():
         assert keys <= known, (row, keys - known)
 
 
+def test_every_cpu_cites_known_keys():
+    for cpu in hardware.cpus():
+        keys = source_keys(cpu.source)
+        assert keys and keys <= bib_keys(), (cpu.name, keys - bib_keys())
+
+
 def test_links_and_collectives_cite_known_keys():
     known = bib_keys() | EXTERNAL_KEYS
     for source in [l.source for l in parallelism.links()] + [r["source"] for r in measured.collectives()]:
@@ -155,6 +161,8 @@ def test_every_bib_entry_is_used_by_a_data_file():
         used |= source_keys(row.source)
     for row in measured.collectives():
         used |= source_keys(row["source"])
+    for cpu in hardware.cpus():
+        used |= source_keys(cpu.source)
     unused = set(_bib_entries()) - used
     assert not unused, f"hardware.bib entries cited by no data row: {sorted(unused)}"
 

@@ -15,7 +15,8 @@ def toy():
         compute=lambda tile, dtype: {"x": np.arange(3), "y": memory.matmul_tile_traffic(256, 1024, 1024, tile, dtype)
                                      * np.ones(3)},
         params=(explore.Slider("tile", "tile", 32, 128, 32, 96, integer=True), explore.Choice("dtype", "dtype", ("fp16", "fp32"), "fp16")),
-        chart=lambda base: base.mark_line().encode(x="x:Q", y="y:Q"))
+        chart=lambda base: base.mark_line().encode(x="x:Q", y="y:Q"),
+        description="Line chart of tile traffic (y) against x.")
 
 
 def test_grid_covers_every_combination_and_the_default():
@@ -45,7 +46,8 @@ def test_panel_recomputes_when_a_control_moves():
     calls = []
     e = toy()
     original = e.compute
-    tracked = explore.Exploration(e.name, lambda **kw: calls.append(kw) or original(**kw), e.params, e.chart)
+    tracked = explore.Exploration(e.name, lambda **kw: calls.append(kw) or original(**kw), e.params, e.chart,
+                                  e.description)
     live = explore.panel(tracked)
     first = json.dumps(live.bundle, sort_keys=True)
     live.controls["tile"].value = 64
@@ -143,3 +145,55 @@ def test_a_value_an_ulp_past_the_end_is_clamped_to_the_end():
     assert past > 1.0 and slider.check(past) == 1.0
     with pytest.raises(ValueError, match="s must be in"):
         slider.check(1.01)
+
+
+def toy_with_units():
+    e = toy()
+    tile = explore.Slider("tile", "GPU tile", 32, 128, 32, 96, unit="elements", integer=True)
+    share = explore.Slider("share", "share of the step", 0.05, 0.95, 0.05, 0.4)
+    return explore.Exploration("toy_units", lambda tile, dtype, share: e.compute(tile=tile, dtype=dtype),
+                               (tile, e.params[1], share), e.chart, e.description)
+
+
+def test_panel_stores_a_plain_sentence_not_the_widget_repr():
+    bundle = explore.panel(toy_with_units()).controls_bundle()
+    assert bundle["text/plain"] == (
+        "Live panel with these controls; they become live when this cell runs in a Python kernel "
+        "(JupyterLab or Jupyter Notebook). The chart below is drawn at their defaults.\n"
+        "- GPU tile (elements): 32 to 128 in steps of 32 (default 96)\n"
+        "- dtype: fp16 / fp32 (default fp16)\n"
+        "- share of the step: 0.05 to 0.95 in steps of 0.05 (default 0.4)")
+    # a live frontend still draws the widgets; clean_notebooks.py drops this part from stored outputs
+    assert set(bundle) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
+    assert "HBox(" not in json.dumps(bundle)
+
+
+def test_panel_displays_the_sentence_then_the_chart(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda obj, raw=False, display_id=None: shown.append(obj) or object())
+    live = explore.panel(toy())
+    live._ipython_display_()
+    assert shown[0]["text/plain"].startswith("Live panel with these controls")
+    assert "HBox(" not in json.dumps(shown) and shown[1] is live.bundle
+
+
+@pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)
+def test_live_labels_match_the_static_bindings_and_show_units(exploration):
+    live = explore.panel(exploration)
+    bound = {p["name"]: p["bind"]["name"] for p in explore.static_chart(exploration).to_dict()["params"]}
+    for p in exploration.params:
+        control = live.controls[p.name]
+        assert control.description == explore.control_label(p) == bound[p.name].strip()
+        assert control.style.description_width == "initial"  # never cut to "latency ta…"
+        if isinstance(p, explore.Slider) and p.unit:
+            assert control.description.endswith(f" ({p.unit})")
+    assert "HBox(" not in live.summary()
+
+
+def test_control_label_adds_the_unit_only_to_sliders_with_one():
+    assert explore.control_label(explore.Slider("t", "GPU tile", 32, 128, 32, 96, unit="elements")) == "GPU tile (elements)"
+    assert explore.control_label(explore.Slider("t", "share", 0, 1, 0.1, 0.5)) == "share"
+    assert explore.control_label(explore.Choice("c", "latency table", ("Volta", "Ampere"), "Volta")) == "latency table"

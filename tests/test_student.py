@@ -79,3 +79,26 @@ def test_make_student_command(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in tmp_path.glob("*.ipynb")) == sorted(p.name for p in CHAPTERS)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_objectives_citations_and_glossary_links(path):
+    """What the course kit promises of each chapter: objectives, sources, and terms linked to the glossary."""
+    nb = nbformat.read(str(path), as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "```{admonition} Learning objectives" in text
+    assert len(re.findall(r"\{cite:[pt]\}`", text)) >= 3, "fewer than three citations"
+    assert len(re.findall(r"\{term\}`", text)) >= 8, "fewer than eight glossary links"
+    exercises = re.findall(r"^:label: (\S+)", text, re.M)
+    assert len(exercises) == len(set(exercises))
+    for label in exercises:
+        assert f"{{solution-start}} {label}" in text, f"{label} has no solution"
+
+
+def test_exercise_labels_are_unique_book_wide():
+    labels = []
+    for path in CHAPTERS:
+        nb = nbformat.read(str(path), as_version=4)
+        labels += [m for c in nb.cells if c.cell_type == "markdown"
+                   for m in re.findall(r"^```\{exercise\}\n:label: (\S+)", c.source, re.M)]
+    assert len(labels) == len(set(labels)), sorted(l for l in labels if labels.count(l) > 1)

@@ -3,7 +3,7 @@
 Removes what changes on every run without changing what a reader sees:
 - stored ipywidgets state and widget views (random model ids; a view cannot be drawn without the
   state, and the state only means something with a live kernel; the text form stays, and nbval
-  compares it);
+  compares it: for a live panel it is ``Panel.summary()``, the controls with their ranges and units);
 - per-cell execution timestamps;
 - the arbitrary split of printed output into several chunks (consecutive stream outputs are joined).
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 
-CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain",
+CHAPTERS = ("how_a_gpu_runs", "memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain",
             "choosing_a_gpu")
 
 

@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import brain
+from .. import brain, charts
 from ..explore import Choice, Exploration, Slider
 
 LABELS = {"firing_rate": "firing rate (Hz)", "purkinje_inputs": "synapses per Purkinje cell",
@@ -42,7 +42,7 @@ def estimate_chart(base):
     x = alt.X("log10_flops:Q", title="log10 FLOP/s", scale=alt.Scale(domain=[12, 23]))
     bars = base.mark_bar().encode(
         x=x, x2=alt.datum(12), y=alt.Y("term:N", title=None, sort=None),
-        color=alt.condition("datum.term == 'total'", alt.value("#333333"), alt.value("#4c78a8")),
+        color=alt.condition("datum.term == 'total'", alt.value("#333333"), alt.value(charts.BLUE)),
         tooltip=["term:N", "label:N"])
     text = base.mark_text(align="left", dx=4, fontSize=10).encode(x=x, y=alt.Y("term:N", sort=None),
                                                                    text="label:N")
@@ -59,7 +59,9 @@ ESTIMATE = Exploration(
             Slider("time_steps", "time steps", 1, 6, 1, 5, integer=True, grid_step=1),
             Choice("flop_per_mac", "FLOP per multiply-add", (1, 2), 2)),
     chart=estimate_chart,
-    description="The post's estimate, term by term, for either reading of its lost formula.",
+    description="Bar chart: the post's estimate of the brain's FLOP/s, one bar per term and one (dark "
+                "grey) for the total, as log10 FLOP/s (x, printed beside each bar), for either reading "
+                "of its lost formula.",
 )
 
 
@@ -92,8 +94,12 @@ def tornado_chart(reading: str = "reconstruction"):
     bars = alt.Chart(frame).mark_bar().encode(
         x=x, x2="high:Q", y=alt.Y("input:N", title=None, sort=list(frame["input"])),
         tooltip=["input:N", "range:N", alt.Tooltip("low:Q", format=".3g"), alt.Tooltip("high:Q", format=".3g")])
-    rule = alt.Chart(pd.DataFrame({"base": [base]})).mark_rule(color="#d62728").encode(x="base:Q")
-    return (bars + rule).properties(width=420, height=200)
+    rule = alt.Chart(pd.DataFrame({"base": [base]})).mark_rule(color=charts.VERMILLION).encode(x="base:Q")
+    return (bars + rule).properties(
+        width=420, height=200,
+        description=f"Tornado chart, log axis: for each of the {len(frame)} inputs of the brain estimate "
+                    f"({reading} reading), a bar from the estimate in FLOP/s (x) at the input's low end "
+                    f"to its high end; the vertical vermillion line is the base estimate, {base:.2g} FLOP/s.")
 
 
 # --- other estimates -----------------------------------------------------------------------------
@@ -142,11 +148,16 @@ def estimates_chart(landauer: float):
     tip = ["estimate:N", "kind:N", "method:N", alt.Tooltip("low:Q", format=".2g"),
            alt.Tooltip("high:Q", format=".2g")]
     ranges = alt.Chart(frame).mark_rule(strokeWidth=6).encode(x=x, x2="high:Q", y=y, color=color, tooltip=tip)
-    points = alt.Chart(frame).mark_point(filled=True, size=60, color="#000").encode(
+    points = alt.Chart(frame).mark_point(filled=True, size=60, color=charts.BLACK).encode(
         x=alt.X("mid:Q", scale=alt.Scale(type="log", domain=[1e12, 1e26])), y=y, tooltip=tip)
     bound = alt.Chart(pd.DataFrame({"x": [landauer], "what": ["Landauer bound at 20 W"]})).mark_rule(
-        strokeDash=[4, 3], color="#d62728").encode(x="x:Q", tooltip=["what:N", alt.Tooltip("x:Q", format=".2g")])
-    return (ranges + points + bound).properties(width=440, height=300)
+        strokeDash=[4, 3], color=charts.VERMILLION).encode(x="x:Q", tooltip=["what:N", alt.Tooltip("x:Q", format=".2g")])
+    return (ranges + points + bound).properties(
+        width=440, height=300,
+        description=f"Range chart, log axis: {len(frame)} published estimates of the brain's FLOP/s (one "
+                    "row each, lowest at the top), a thick bar from each one's low to its high value "
+                    "coloured by the kind of estimate and a black dot at its central value; the vertical "
+                    f"dashed vermillion line is the Landauer bound at 20 W ({landauer:.2g}).")
 
 
 LANDAUER_WATTS = 20.0
@@ -159,10 +170,10 @@ def synapse_count(log10_synapses, log10_rate, flop_per_event):
 
 
 def synapse_count_chart(base):
-    point = base.mark_point(shape="diamond", size=160, filled=True, color="#d62728").encode(
+    point = base.mark_point(shape="diamond", size=160, filled=True, color=charts.VERMILLION).encode(
         x=alt.X("flops:Q", scale=alt.Scale(type="log", domain=[1e12, 1e26])),
         y=alt.value(-12), tooltip=["estimate:N", alt.Tooltip("flops:Q", format=".2g")])
-    rule = base.mark_rule(color="#d62728").encode(x="flops:Q")
+    rule = base.mark_rule(color=charts.VERMILLION).encode(x="flops:Q")
     return estimates_chart(float(brain.landauer_bit_erasures(LANDAUER_WATTS))) + rule + point
 
 
@@ -173,8 +184,10 @@ SYNAPSE_COUNT = Exploration(
             Slider("log10_rate", "log10(events per second)", 0, 3, 0.5, 2.5, grid_step=0.5),
             Choice("flop_per_event", "FLOP per synaptic event", (1, 2), 2)),
     chart=synapse_count_chart,
-    description="A synapse count (red) among the published estimates: synapses x events per second x FLOP "
-                "per event.",
+    description="Range chart, log axis: the published estimates of the brain's FLOP/s (one row each, "
+                "a bar from low to high coloured by kind, a dot at the central value) and your "
+                "synapse count, synapses x events per second x FLOP per event, as a vermillion "
+                "vertical line and diamond.",
 )
 
 
@@ -213,14 +226,14 @@ def records_frame() -> pd.DataFrame:
 def projection_chart(base):
     x = alt.X("year:Q", title="year", scale=alt.Scale(domain=[2013, 2080]), axis=alt.Axis(format="d"))
     y = alt.Y("log10_flops:Q", title="log10 FLOP/s", scale=alt.Scale(domain=[14, 23]))
-    line = base.mark_line(color="#4c78a8", clip=True).encode(x=x, y=y)
-    reached = base.mark_rule(color="#4c78a8", strokeDash=[2, 2]).encode(
+    line = base.mark_line(color=charts.BLUE, clip=True).encode(x=x, y=y)
+    reached = base.mark_rule(color=charts.BLUE, strokeDash=[2, 2]).encode(
         x="mean(reached):Q", tooltip=[alt.Tooltip("mean(reached):Q", title="year reached", format=".1f")])
     target = alt.Chart(pd.DataFrame({"y": [np.log10(float(brain.estimate()))]})).mark_rule(
-        color="#d62728", strokeDash=[4, 3]).encode(y="y:Q")
+        color=charts.VERMILLION, strokeDash=[4, 3]).encode(y="y:Q")
     points = alt.Chart(records_frame()).mark_point(filled=True).encode(
         x=x, y=y, shape=alt.Shape("metric:N", title="number one on"),
-        color=alt.Color("metric:N", title="number one on", scale=alt.Scale(range=["#54a24b", "#e45756"])),
+        color=alt.Color("metric:N", title="number one on", scale=alt.Scale(range=[charts.GREEN, charts.ORANGE])),
         tooltip=["list:N", "system:N", "metric:N", alt.Tooltip("log10_flops:Q", format=".2f")])
     return (line + reached + target + points).properties(width=440, height=280)
 
@@ -231,8 +244,11 @@ PROJECTION = Exploration(
     params=(Choice("start", "start from", tuple(STARTS), "Tianhe-2 HPCG, 2015 (the post)"),
             Slider("doubling_years", "doubling period", 0.5, 4.0, 0.1, 1.8, unit="years", grid_step=0.5)),
     chart=projection_chart,
-    description="Growth at a constant doubling period from a starting machine, against the post's estimate "
-                "(red) and the number-one systems on HPL and HPCG since 2013.",
+    description="Line chart: log10 FLOP/s (y) against year (x, 2013 to 2080) of growth at a constant "
+                "doubling period from a starting machine (blue line, a dotted vertical line where it "
+                "reaches the estimate), against the post's estimate (dashed vermillion horizontal line) "
+                "and the number-one systems on HPL and HPCG since 2013 (points, colour and shape by "
+                "list).",
 )
 
 

@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import cost, hardware, measured, memory, throughput, workloads
+from .. import charts, cost, hardware, measured, memory, throughput, workloads
 from ..explore import Choice, Exploration, Slider
 from ..units import GB, GiB
 
@@ -26,8 +26,12 @@ def _gpus(include_tpus: bool = False) -> list:
 
 # --- today's model ----------------------------------------------------------------------------
 
-def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8) -> pd.DataFrame:
-    """The kernels of one step on one card, largest first: ms per step, share, regime, intensity."""
+def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8,
+                 formatted: bool = True) -> pd.DataFrame:
+    """The kernels of one step on one card, largest first: ms per step, share, regime, intensity.
+
+    ``formatted=False`` keeps the columns as numbers (share as a fraction).
+    """
     table = throughput.kernels_for(workload, batch)
     peak, bw = throughput.card_rates([accelerator])
     ms = throughput.kernel_times(table, peak, bw)[:, 0] * 1e3
@@ -40,6 +44,8 @@ def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8) -> p
     frame = pd.DataFrame({"kernel": table["kernel"], "ms per step": ms,
                           "share": ms / ms.sum(), "FLOP/byte": intensity, "bound": bound})
     frame = frame.sort_values("ms per step", ascending=False).head(top)
+    if not formatted:
+        return frame.set_index("kernel")
     return frame.assign(**{"ms per step": frame["ms per step"].map("{:,.2f}".format),
                            "share": frame["share"].map("{:.1%}".format),
                            "FLOP/byte": frame["FLOP/byte"].map("{:,.0f}".format)}
@@ -48,15 +54,10 @@ def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8) -> p
 
 def regime_shares(workload: str, accelerator: str, batch=None) -> dict:
     """Share of one step's time in compute-, memory- and overhead-bound kernels on one card."""
-    table = throughput.kernels_for(workload, batch)
     peak, bw = throughput.card_rates([accelerator])
-    times = throughput.kernel_times(table, peak, bw)[:, 0]
-    compute = table["flops"] / (throughput.GEMM_EFFICIENCY * peak[0])
-    memory_s = table["bytes"] / (throughput.BANDWIDTH_EFFICIENCY * bw[0])
-    floor = np.maximum(compute, memory_s) < throughput.LAUNCH_SECONDS
-    regimes = {"compute": (compute >= memory_s) & ~floor, "memory": (compute < memory_s) & ~floor,
-               "overhead": floor}
-    return {k: float(times[m].sum() / times.sum()) for k, m in regimes.items()}
+    split = throughput.time_by_regime(throughput.kernels_for(workload, batch), peak, bw)
+    total = sum(float(v[0]) for v in split.values())
+    return {k: float(v[0]) / total for k, v in split.items()}
 
 
 def l2_check_frame(batch: int = 32, cards=("V100 SXM2 16GB", "RTX 4090", "A100 SXM4 40GB",
@@ -111,7 +112,7 @@ def ranking_chart(base):
         x=alt.X("relative:Q", title=f"throughput relative to the {throughput.REFERENCE}",
                 scale=alt.Scale(domain=[0, 6])),
         y=alt.Y("gpu:N", title=None, sort="-x"),
-        color=alt.condition("datum.reference", alt.value("#e45756"), alt.value("#4c78a8")),
+        color=alt.condition("datum.reference", alt.value(charts.VERMILLION), alt.value(charts.BLUE)),
         tooltip=["gpu:N", alt.Tooltip("relative:Q", format=".2f")])
     return bars.properties(width=380, height=330)
 
@@ -123,9 +124,10 @@ RANKING = Exploration(
             Slider("gemm_efficiency", "achievable share of the Tensor Core peak", 0.4, 1.0, 0.05,
                    0.8, grid_step=0.2)),
     chart=ranking_chart,
-    description="Every GPU in the hardware table ranked by the kernel-sum model for one workload: "
-                "BERT-large training at 32 sequences of 384 tokens, ResNet-50 training at 256 "
-                "images, or Llama 3 8B decoding one 16-bit sequence.",
+    description="Bar chart: every GPU in the hardware table (one bar each, fastest at the top) ranked "
+                "by the kernel-sum model's throughput relative to the reference card (its bar in "
+                "vermillion) for one workload: BERT-large training at 32 sequences of 384 tokens, "
+                "ResNet-50 training at 256 images, or Llama 3 8B decoding one 16-bit sequence.",
 )
 
 
@@ -188,13 +190,18 @@ def validation_chart():
     points = alt.Chart(data).mark_point(filled=True, size=70).encode(
         x=alt.X("measured:Q", title="measured, relative to the A100 SXM4 80GB", scale=scale),
         y=alt.Y("predicted:Q", title="predicted (kernel-sum model)", scale=scale),
-        color=alt.Color("workload:N", scale=alt.Scale(scheme="dark2")),
+        color=alt.Color("workload:N"),
         shape=alt.Shape("workload:N"),
         tooltip=["workload:N", "gpu:N", alt.Tooltip("measured:Q", format=".2f"),
                  alt.Tooltip("predicted:Q", format=".2f"), alt.Tooltip("error:Q", format="+.0%")])
     line = alt.Chart(pd.DataFrame({"x": [0.2, 6.0]})).mark_line(
-        strokeDash=[4, 3], color="#555").encode(x="x:Q", y="x:Q")
-    return (line + points).properties(width=360, height=320)
+        strokeDash=[4, 3], color="#555555").encode(x="x:Q", y="x:Q")
+    return (line + points).properties(
+        width=360, height=320,
+        description="Scatter plot, log-log: each point is one GPU and workload, measured throughput "
+                    "relative to the A100 SXM4 80GB (x) against the kernel-sum model's prediction (y); "
+                    "colour and shape give the workload; points on the dashed diagonal are predicted "
+                    "exactly.")
 
 
 def post_method_frame() -> pd.DataFrame:
@@ -246,7 +253,7 @@ def decode_speed_chart(base):
                 scale=alt.Scale(type="log", base=2, domain=[1, 256])),
         y=alt.Y("tokens_per_s:Q", title="tokens/s, all sequences (log scale)",
                 scale=alt.Scale(type="log", domain=[1, 100000])),
-        color=alt.Color("gpu:N", scale=alt.Scale(scheme="dark2", domain=list(DECODE_CARDS))),
+        color=alt.Color("gpu:N", scale=alt.Scale(domain=list(DECODE_CARDS))),
         strokeDash=alt.StrokeDash("gpu:N", scale=alt.Scale(domain=list(DECODE_CARDS))),
         tooltip=["gpu:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.0f")],
     ).properties(width=400, height=260)
@@ -259,8 +266,10 @@ DECODE = Exploration(
             Choice("weight_format", "weights", tuple(WEIGHT_BITS), "16-bit"),
             Choice("context", "context (tokens)", (2048, 8192, 32768), 8192)),
     chart=decode_speed_chart,
-    description="Modelled decoding speed against batch size: each line stops where weights plus "
-                "the batch's key/value caches no longer fit in the card's usable memory.",
+    description="Line chart, log-log: modelled decoding speed (tokens/s summed over the batch, y) "
+                "against the number of sequences decoded together (x), one line per card (colour and "
+                "dash pattern); each line stops where weights plus the batch's key/value caches no "
+                "longer fit in the card's usable memory.",
 )
 
 
@@ -466,8 +475,9 @@ VALUE = Exploration(
             Slider("usd_per_kwh", "electricity", 0.05, 0.45, 0.025, 0.175, unit="$/kWh",
                    grid_step=0.1)),
     chart=value_chart,
-    description="Modelled throughput per $1,000 of launch price plus electricity at the card's rated "
-                "power, for the GPUs whose launch price the table holds.",
+    description="Bar chart: one bar per GPU whose launch price the table holds, best at the top, "
+                "giving modelled relative throughput per $1,000 of launch price plus electricity at "
+                "the card's rated power.",
 )
 
 
@@ -491,7 +501,7 @@ def cloud_vs_desktop_chart(base):
         x=alt.X("days:Q", title="days of ownership"),
         y=alt.Y("usd:Q", title="cumulative cost ($)", scale=alt.Scale(domain=[0, 8000])),
         color=alt.Color("option:N", scale=alt.Scale(domain=["desktop", "cloud"],
-                                                    range=["#1b9e77", "#d95f02"])),
+                                                    range=[charts.BLUE, charts.ORANGE])),
         strokeDash=alt.StrokeDash("option:N", scale=alt.Scale(domain=["desktop", "cloud"])),
         tooltip=["option:N", alt.Tooltip("days:Q", format=".0f"),
                  alt.Tooltip("usd:Q", format=",.0f")],
@@ -506,8 +516,9 @@ CLOUD = Exploration(
                    unit="$/h", grid_step=0.5),
             Choice("desktop_usd", "desktop price ($)", (1500, 2200, 3500), 2200)),
     chart=cloud_vs_desktop_chart,
-    description="Cumulative cost of a 450 W desktop (electricity at $0.12/kWh) and of an on-demand "
-                "cloud instance used for the same hours: the lines cross at the break-even day.",
+    description="Line chart: cumulative cost in dollars (y) against days of ownership (x) of a 450 W "
+                "desktop (solid line, electricity at $0.12/kWh) and of an on-demand cloud instance "
+                "used for the same hours (dashed line): the lines cross at the break-even day.",
 )
 
 

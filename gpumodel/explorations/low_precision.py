@@ -7,7 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, measured, memory, precision
+from .. import charts, hardware, measured, memory, precision
 from ..explore import Choice, Exploration, Slider
 
 #: The chapter's synthetic gradients: magnitudes 10**N(-6, 1.5) (most far below 1, spread over decades).
@@ -52,7 +52,7 @@ def number_line(fmt):
 
 
 KINDS = ["zero", "subnormal", "normal", "integer", "code value"]
-KIND_COLORS = ["#000000", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"]
+KIND_COLORS = [charts.BLACK, charts.ORANGE, charts.BLUE, charts.GREEN, charts.PURPLE]
 
 
 def number_line_chart(base):
@@ -69,7 +69,9 @@ def number_line_chart(base):
     gap = base.transform_filter("datum.value > 0 && isValid(datum.relative_gap)").mark_point(filled=True).encode(
         x=alt.X("value:Q", title="value (log axis)", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format=".3~g")),
         y=alt.Y("relative_gap:Q", title="gap to next / value", scale=alt.Scale(type="log", base=2)),
-        color=color, tooltip=tooltip).properties(width=520, height=160)
+        color=color, shape=alt.Shape("kind:N", title="value", scale=alt.Scale(domain=KINDS),
+                                     legend=alt.Legend(orient="bottom")),
+        tooltip=tooltip).properties(width=520, height=160)
     return alt.vconcat(linear, log, gap)
 
 
@@ -78,7 +80,10 @@ NUMBER_LINE = Exploration(
     compute=number_line,
     params=(Choice("fmt", "format", LINE_FORMATS, "fp8_e4m3"),),
     chart=number_line_chart,
-    description="Every non-negative value of an 8- or 4-bit format on a linear and a log axis, and the relative gap to the next value.",
+    description="Three stacked panels for one 8- or 4-bit format: every non-negative value as a tick "
+                "on a linear axis, then on a log axis, then a scatter plot of the relative gap to the "
+                "next value (y, log) against the value (x, log); colour (and, in the scatter, marker "
+                "shape) gives the kind of value: zero, subnormal, normal, integer or code value.",
 )
 
 
@@ -126,10 +131,10 @@ def loss_scaling_chart(base):
     x = alt.X("log10_magnitude:Q", title="log10 |scaled gradient|", scale=alt.Scale(domain=list(X_DOMAIN)))
     bars = base.transform_filter("datum.fate != 'limit'").mark_bar(width=7).encode(
         x=x, y=alt.Y("share:Q", title="share of gradients", scale=alt.Scale(domain=[0, 0.16])),
-        color=alt.Color("fate:N", title=None, scale=alt.Scale(domain=FATES, range=["#ff7f0e", "#1f77b4", "#d62728"]),
+        color=alt.Color("fate:N", title=None, scale=alt.Scale(domain=FATES, range=[charts.ORANGE, charts.BLUE, charts.VERMILLION]),
                         legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("log10_magnitude:Q", format=".2f"), alt.Tooltip("share:Q", format=".4f"), "fate:N"])
-    limits = base.transform_filter("datum.fate == 'limit'").mark_rule(strokeDash=[4, 3], color="#555").encode(x=x)
+    limits = base.transform_filter("datum.fate == 'limit'").mark_rule(strokeDash=[4, 3], color="#555555").encode(x=x)
     text = base.transform_filter("datum.label != ''").mark_text(
         align="left", fontSize=12).encode(x=alt.value(4), y=alt.value(8), text="label:N")
     return (bars + limits + text).properties(width=520, height=240)
@@ -141,7 +146,9 @@ LOSS_SCALING = Exploration(
     params=(Slider("log2_scale", "log2(loss scale)", 0, 32, 1, 0, grid_step=2, integer=True),
             Choice("fmt", "format", TRAIN_FORMATS, "fp16")),
     chart=loss_scaling_chart,
-    description="Gradients scaled by a loss scale and cast to a format: which overflow and which flush to zero.",
+    description="Histogram: the share of gradients (y) at each log10 magnitude after scaling by the "
+                "loss scale (x), coloured by their fate when cast to the format: flushed to zero (left "
+                "of the lower dashed line), kept, or overflowing (right of the upper dashed line).",
 )
 
 
@@ -208,12 +215,20 @@ def dynamic_scaling_chart(frame: pd.DataFrame):
     y = alt.Y("value:Q", title="loss scale (log axis)", scale=alt.Scale(type="log", base=2), axis=axis)
     lines = alt.Chart(long).mark_line(strokeWidth=1.2).encode(
         x=alt.X("step:Q", title="training step"), y=y,
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["ceiling", "scale"], range=["#bbbbbb", "#1f77b4"]),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["ceiling", "scale"], range=["#999999", charts.BLUE]),
                         legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'ceiling' ? "
-                                          "'largest scale without overflow' : 'dynamic loss scale'")))
-    skips = alt.Chart(frame[frame["skipped"]]).mark_point(color="#d62728", size=40, filled=True).encode(
+                                          "'largest scale without overflow' : 'dynamic loss scale'")),
+        strokeDash=alt.StrokeDash("series:N", title=None,
+                                  scale=alt.Scale(domain=["ceiling", "scale"], range=[[3, 2], [1, 0]]),
+                                  legend=alt.Legend(orient="bottom", labelExpr="datum.label == 'ceiling' ? "
+                                                    "'largest scale without overflow' : 'dynamic loss scale'")))
+    skips = alt.Chart(frame[frame["skipped"]]).mark_point(color=charts.VERMILLION, size=40, filled=True).encode(
         x="step:Q", y=alt.Y("scale:Q", scale=alt.Scale(type="log", base=2), axis=axis))
-    return (lines + skips).properties(width=520, height=240)
+    return (lines + skips).properties(
+        width=520, height=240,
+        description=f"Line chart over {len(frame)} training steps (x): the dynamic loss scale (blue, solid, "
+                    "log axis y) against the largest scale that does not overflow (grey, dashed); "
+                    f"vermillion dots mark the {int(frame['skipped'].sum())} skipped steps.")
 
 
 # --- outliers and the int8/fp8 matmul ---------------------------------------------------------
@@ -275,7 +290,9 @@ OUTLIERS = Exploration(
     params=(Slider("outlier_scale", "outlier feature scale", 1, 60, 1, 20, grid_step=5),
             Slider("threshold", "LLM.int8() threshold", 2, 12, 1, 6, grid_step=1)),
     chart=outlier_chart,
-    description="Error of an int8/fp8 matmul when a few activation features are much larger than the rest.",
+    description="Bar chart: one bar per quantization method, its length the relative error of the "
+                "int8/fp8 matmul X @ W in percent (x, printed at the bar's end), when a few activation "
+                "features are much larger than the rest.",
 )
 
 
@@ -442,9 +459,11 @@ def fp8_speedup_chart(base):
     y = alt.Y("speedup:Q", title="end-to-end speedup over BF16", scale=alt.Scale(domain=[0.8, 2.0]))
     line = base.transform_filter("datum.series == 'model'").mark_line(strokeWidth=3).encode(
         x=x, y=y, tooltip=[alt.Tooltip("gemm_fraction:Q", format=".2f"), alt.Tooltip("speedup:Q", format=".3f")])
-    rules = base.transform_filter("datum.series != 'model'").mark_rule(strokeDash=[5, 3]).encode(
-        y=y, color=alt.Color("series:N", title=None, scale=alt.Scale(range=["#d62728", "#ff7f0e"]),
+    rules = base.transform_filter("datum.series != 'model'").mark_rule(strokeWidth=2).encode(
+        y=y, color=alt.Color("series:N", title=None, scale=alt.Scale(range=[charts.VERMILLION, charts.ORANGE]),
                              legend=alt.Legend(orient="bottom")),
+        strokeDash=alt.StrokeDash("series:N", title=None, scale=alt.Scale(range=[[6, 3], [2, 2]]),
+                                  legend=alt.Legend(orient="bottom")),
         tooltip=["series:N", alt.Tooltip("speedup:Q", format=".3f")])
     return (line + rules).properties(width=460, height=260)
 
@@ -455,7 +474,10 @@ FP8_SPEEDUP = Exploration(
     params=(Slider("gemm_speedup", "FP8 matmul speedup", 1.2, 2.0, 0.05, 1.8, unit="x", grid_step=0.1),
             Slider("transpose_overhead_pct", "cast and transpose overhead", 0, 20, 1, 0, unit="% of step", grid_step=4)),
     chart=fp8_speedup_chart,
-    description="Amdahl's law for FP8 training: a faster matmul, the rest of the step unchanged, plus a cast/transpose tax.",
+    description="Line chart: Amdahl's law for FP8 training, the end-to-end speed-up over BF16 (y) "
+                "against the share of the BF16 step spent in matmuls (x), for a faster matmul, the "
+                "rest of the step unchanged, plus a cast/transpose tax; two horizontal dashed lines "
+                "mark the measured FP8 tensorwise and rowwise speed-ups.",
 )
 
 EXPLORATIONS = [NUMBER_LINE, LOSS_SCALING, OUTLIERS, FP8_SPEEDUP]

@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, memory
+from .. import charts, hardware, memory
 from ..explore import Choice, Exploration, Slider
 from ..units import MiB, TFLOPS
 
@@ -60,7 +60,9 @@ TILE_TRAFFIC = Exploration(
             Choice("dtype", "data type", DTYPES, "fp16"),
             Choice("scheme", "load count", memory.LOAD_SCHEMES, "all_pairs")),
     chart=tile_traffic_chart,
-    description="Tile loads and load time of a tokens x 1024 by 1024 x 1024 matmul; the TPU keeps 128x128 tiles.",
+    description="Dot chart: one row per accelerator (oldest at the top), the dot and its label give the "
+                "time to load the tiles of a tokens x 1024 by 1024 x 1024 matmul (x, microseconds, log "
+                "scale); GPUs use the slider's tile, the TPU keeps 128x128 tiles.",
 )
 
 
@@ -89,7 +91,7 @@ def roofline_chart(base):
     y = alt.Y("tflops:Q", title="attainable TFLOPS", scale=alt.Scale(type="log", domain=[1, 3000]))
     line = base.transform_filter("datum.part == 'roofline'").mark_line(strokeWidth=3).encode(x=x, y=y)
     point = base.transform_filter("datum.part == 'matmul'")
-    dot = point.mark_point(size=160, filled=True, color="#d62728").encode(
+    dot = point.mark_point(size=160, filled=True, color=charts.VERMILLION).encode(
         x=x, y=y, tooltip=alt.Tooltip("label", type="nominal"))
     text = point.mark_text(align="left", fontSize=12).encode(
         x=alt.value(8), y=alt.value(10), text=alt.Text("label", type="nominal"))
@@ -103,7 +105,9 @@ ROOFLINE = Exploration(
             Slider("log2_tokens", "log2(rows of A)", 0, 14, 1, 8, integer=True),
             Slider("hidden", "k = n", 1024, 8192, 1024, 1024, integer=True)),
     chart=roofline_chart,
-    description="A matmul tokens x hidden @ hidden x hidden on the roofline of one accelerator.",
+    description="Roofline, log-log: attainable TFLOPS (y) against arithmetic intensity in FLOP per "
+                "byte (x) for one accelerator's 16-bit dense peak and bandwidth (the line), and a dot "
+                "with a label where a tokens x hidden @ hidden x hidden matmul sits on it.",
 )
 
 
@@ -126,9 +130,14 @@ def wave_chart(base):
         x=alt.X("m:Q", title="rows of the output m (tokens in the batch)"),
         y=alt.Y("value:Q", title="useful fraction of the work", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("kind:N", title=None,
-                        scale=alt.Scale(domain=["efficiency", "tile_efficiency"], range=["#1f77b4", "#bbbbbb"]),
+                        scale=alt.Scale(domain=["efficiency", "tile_efficiency"], range=[charts.BLUE, "#999999"]),
                         legend=alt.Legend(orient="bottom",
                                           labelExpr="datum.label == 'efficiency' ? 'tiles and waves' : 'tiles only'")),
+        strokeDash=alt.StrokeDash("kind:N", title=None,
+                                  scale=alt.Scale(domain=["efficiency", "tile_efficiency"],
+                                                  range=[[1, 0], [4, 3]]),
+                                  legend=alt.Legend(orient="bottom",
+                                                    labelExpr="datum.label == 'efficiency' ? 'tiles and waves' : 'tiles only'")),
         tooltip=["m:Q", alt.Tooltip("value:Q", format=".3f"), "waves:Q"],
     ).properties(width=460, height=240)
 
@@ -140,7 +149,10 @@ WAVES = Exploration(
             Choice("tile", "tile", (64, 128, 256), 128),
             Choice("n", "columns n", (1024, 2048, 4096, 8192), 4096)),
     chart=wave_chart,
-    description="Tile and wave quantization: one output tile per SM per wave.",
+    description="Line chart: the useful fraction of the scheduled work (y, 0 to 1) against the rows "
+                "m of the output (x) for one GPU and tile, counting tile quantization only (grey, "
+                "dashed) and tiles and waves together (blue, solid), with one output tile per SM "
+                "per wave.",
 )
 
 
@@ -175,7 +187,7 @@ def l2_chart(base):
         y=alt.Y("gpu:N", title=None, sort=list(L2_GPUS)),
         color=alt.Color("reuse:N", title="operands come from DRAM",
                         scale=alt.Scale(domain=list(memory.L2_REUSE),
-                                        range=["#d9d9d9", "#9ecae1", "#4c9f70"])),
+                                        range=["#d9d9d9", charts.SKY_BLUE, charts.GREEN])),
         tooltip=["gpu:N", "matmul:N", "reuse:N",
                  alt.Tooltip("intensity:Q", format=".0f", title="DRAM intensity (FLOP/B)"),
                  alt.Tooltip("whole_mib:Q", format=".1f", title="A + B + C (MiB)"),
@@ -196,8 +208,10 @@ L2_FIT = Exploration(
             Choice("dtype", "data type", ("fp16", "fp8"), "fp16"),
             Choice("k_in_flight", "K in flight", (256, 4096), 256)),
     chart=l2_chart,
-    description="How often each BERT-large matmul reads its operands from DRAM, per GPU, "
-                "and the FLOP per DRAM byte that gives (128 x 128 tiles).",
+    description="Grid: one row per GPU, one column per BERT-large weight matmul; each cell's "
+                "shade (light to dark: per tile, per wave, single pass) says how often the matmul "
+                "reads its operands from DRAM and its number is the FLOP per DRAM byte that gives "
+                "(128 x 128 tiles).",
 )
 
 
@@ -230,7 +244,11 @@ def regimes_chart(base):
                 scale=alt.Scale(type="log", domain=[0.001, 10000])),
         color=alt.Color("term:N", title="term", sort=list(memory.REGIMES),
                         scale=alt.Scale(domain=list(memory.REGIMES),
-                                        range=["#e45756", "#4c78a8", "#9d755d"])),
+                                        range=[charts.VERMILLION, charts.BLUE, charts.BLACK])),
+        shape=alt.Shape("term:N", title="term", sort=list(memory.REGIMES),
+                        scale=alt.Scale(domain=list(memory.REGIMES))),
+        strokeDash=alt.StrokeDash("term:N", title="term", sort=list(memory.REGIMES),
+                                  scale=alt.Scale(domain=list(memory.REGIMES))),
         tooltip=["tokens:Q", "term:N", alt.Tooltip("microseconds:Q", format=".3g"),
                  alt.Tooltip("bound:N", title="largest term")],
     ).properties(width=420, height=260)
@@ -243,7 +261,9 @@ REGIMES = Exploration(
             Choice("hidden", "k = n", (1024, 4096, 8192), 1024),
             Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=10)),
     chart=regimes_chart,
-    description="The three terms of a kernel's time for a square-weight matmul: whichever is "
+    description="Line chart, log-log: time in microseconds (y) against the rows of A (x) of the "
+                "three terms of a square-weight matmul's time on one accelerator, compute, memory and "
+                "overhead (one line each, told apart by colour, marker and dash); whichever is "
                 "largest sets the regime.",
 )
 
@@ -276,11 +296,12 @@ def tile_intensity_chart(base):
               scale=alt.Scale(type="log", domain=[1, 4000]))
     y = alt.Y("tflops:Q", title="attainable TFLOPS", scale=alt.Scale(type="log", domain=[1, 3000]))
     line = base.transform_filter("datum.part == 'roofline'").mark_line(
-        strokeWidth=3, color="#888888").encode(x=x, y=y)
+        strokeWidth=3, color="#767676").encode(x=x, y=y)
     dots = base.transform_filter("datum.part == 'traffic count'").mark_point(
         size=140, filled=True).encode(
         x=x, y=y, color=alt.Color("count:N", title="traffic count",
                                   sort=list(memory.TRAFFIC_COUNTS)),
+        shape=alt.Shape("count:N", title="traffic count", sort=list(memory.TRAFFIC_COUNTS)),
         tooltip=["count:N", alt.Tooltip("intensity:Q", format=".1f"),
                  alt.Tooltip("tflops:Q", format=".0f"), alt.Tooltip("ridge:Q", format=".0f")])
     return (line + dots).properties(width=420, height=280)
@@ -292,8 +313,10 @@ TILE_INTENSITY = Exploration(
     params=(Choice("accelerator", "accelerator", INTENSITY_ACCELERATORS, "H100 SXM5"),
             Choice("tile", "square tile", (64, 96, 128, 256), 128)),
     chart=tile_intensity_chart,
-    description="The BERT matmul (256 x 1024 @ 1024 x 1024, 16-bit) under three traffic counts, "
-                "on one roofline.",
+    description="Roofline, log-log: attainable TFLOPS (y) against FLOP per byte of global-memory "
+                "traffic (x) for one accelerator (grey line), with the BERT matmul (256 x 1024 @ "
+                "1024 x 1024, 16-bit) placed under three traffic counts (points told apart by colour "
+                "and marker).",
 )
 
 EXPLORATIONS = [ROOFLINE, REGIMES, TILE_INTENSITY, L2_FIT, TILE_TRAFFIC, WAVES]
@@ -394,7 +417,10 @@ def latency_chart():
         color=alt.Color("level:N", sort=list(LEVELS), title="level"),
         yOffset=alt.YOffset("level:N", sort=list(LEVELS)),
         tooltip=["architecture:N", "level:N", "cycles:Q"],
-    ).properties(width=420, height=320)
+    ).properties(width=420, height=320,
+                 description="Grouped bar chart: for each GPU architecture (rows), one bar per memory "
+                             "level (shared, L1, L2, global, always in that order within a group) "
+                             "giving its measured latency in SM clock cycles (x).")
 
 
 def a100_v100_table() -> pd.DataFrame:

@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, measured, memory, parallelism
+from .. import charts, hardware, measured, memory, parallelism
 from ..explore import Choice, Exploration, Slider
 from ..units import GB, GiB
 
@@ -45,7 +45,7 @@ def bus_bandwidth_chart(base):
     y = alt.Y("bus_gbs:Q", title="bus bandwidth (GB/s)", scale=alt.Scale(domain=[0, 950]))
     model = base.mark_line(point=True).encode(
         x=x, y=y, tooltip=[alt.Tooltip("bytes:Q", format="~s"), alt.Tooltip("bus_gbs:Q", format=".1f")])
-    limit = base.mark_rule(strokeDash=[4, 3], color="#555").encode(y="mean(link_gbs):Q")
+    limit = base.mark_rule(strokeDash=[4, 3], color="#555555").encode(y="mean(link_gbs):Q")
     return (model + limit).properties(width=440, height=260)
 
 
@@ -57,8 +57,9 @@ BUS_BANDWIDTH = Exploration(
             Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=5,
                    integer=True)),
     chart=bus_bandwidth_chart,
-    description="The bus bandwidth a ring all-reduce reaches against its size: latency-bound for "
-                "small messages, the link's bandwidth (dashed) for large ones.",
+    description="Line chart: the bus bandwidth in GB/s (y) a ring all-reduce reaches against its "
+                "size in bytes (x, log scale): latency-bound for small messages, approaching the "
+                "link's bandwidth (dashed horizontal line) for large ones.",
 )
 
 
@@ -96,8 +97,9 @@ TP_VS_DP = Exploration(
             Choice("d_model", "d_model", (1024, 4096, 8192), 4096),
             Choice("gpus", "GPUs", (2, 8), 8)),
     chart=tp_vs_dp_chart,
-    description="Splitting one MLP block over GPUs by tensor or by data parallelism: the compute per GPU is "
-                "the same, the communication is not.",
+    description="Bar chart, log axis: milliseconds per step for one MLP block (x) in three bars: the "
+                "compute per GPU (the same either way), the tensor-parallel all-reduces on the critical "
+                "path, and the data-parallel gradient all-reduce that can overlap the backward pass.",
 )
 
 
@@ -125,10 +127,11 @@ def zero_memory_chart(base):
     bars = base.mark_bar().encode(
         x=x, x2=alt.datum(0.1), y=alt.Y("part:N", title=None, sort=order),
         color=alt.Color("part:N", legend=None, sort=order,
-                        scale=alt.Scale(domain=order, range=["#4c78a8", "#f58518", "#e45756", "#333333"])),
+                        scale=alt.Scale(domain=order, range=[charts.BLUE, charts.ORANGE, charts.VERMILLION,
+                                                             "#333333"])),
         tooltip=["part:N", alt.Tooltip("gib:Q", format=",.1f")],
     ).properties(width=440, height=140)
-    caps = alt.Chart(_capacities()).mark_rule(strokeDash=[4, 3], color="#555").encode(
+    caps = alt.Chart(_capacities()).mark_rule(strokeDash=[4, 3], color="#555555").encode(
         x=alt.X("usable_gib:Q", scale=alt.Scale(type="log", domain=[0.1, 10000])),
         tooltip=["gpu:N", alt.Tooltip("usable_gib:Q", format=".1f")])
     labels = alt.Chart(_capacities()).mark_text(angle=270, align="left", dx=4, dy=-4, fontSize=10).encode(
@@ -143,8 +146,9 @@ ZERO_MEMORY = Exploration(
             Choice("gpus", "GPUs", (1, 8, 64, 512), 8),
             Choice("stage", "ZeRO stage", (0, 1, 2, 3), 0)),
     chart=zero_memory_chart,
-    description="Memory per GPU for mixed-precision Adam training (activations not counted), with "
-                "the usable memory of four GPUs as dashed lines.",
+    description="Bar chart, log axis: GiB per GPU (x) of parameters, gradients, optimizer state and "
+                "their total for mixed-precision Adam training (activations not counted), with the "
+                "usable memory of four GPUs as labelled vertical dashed lines.",
 )
 
 
@@ -189,9 +193,10 @@ DP_SCALING = Exploration(
             Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=29,
                    integer=True)),
     chart=dp_scaling_chart,
-    description="Data-parallel scaling efficiency on H100 nodes: BF16 gradients all-reduced over "
-                "NVLink inside a node and 400 Gb/s InfiniBand between nodes, hidden behind the "
-                "backward pass when they can be.",
+    description="Line chart: data-parallel scaling efficiency (y, 0 to 1) against the number of GPUs "
+                "(x, log scale, 8 per H100 node), with BF16 gradients all-reduced over NVLink inside a "
+                "node and 400 Gb/s InfiniBand between nodes, hidden behind the backward pass when they "
+                "can be.",
 )
 
 
@@ -247,12 +252,20 @@ def collective_chart(frame: pd.DataFrame):
     x = _bytes_axis("all-reduce size (log scale)")
     y = alt.Y("gbs:Q", title="bus bandwidth (GB/s)")
     color = alt.Color("series:N", title=None, sort=series, scale=alt.Scale(domain=series,
-                      range=["#000000", "#4c78a8", "#e45756"]))
+                      range=[charts.BLACK, charts.BLUE, charts.VERMILLION]))
+    dash = alt.StrokeDash("series:N", title=None, sort=series,
+                          scale=alt.Scale(domain=series, range=[[1, 0], [1, 0], [6, 3]]))
     tip = ["series:N", alt.Tooltip("bytes:Q", format="~s"), alt.Tooltip("gbs:Q", format=".1f")]
-    lines = alt.Chart(long[long.series != "measured"]).mark_line().encode(x=x, y=y, color=color, tooltip=tip)
+    lines = alt.Chart(long[long.series != "measured"]).mark_line().encode(
+        x=x, y=y, color=color, strokeDash=dash, tooltip=tip)
     points = alt.Chart(long[long.series == "measured"]).mark_point(filled=True).encode(
-        x=x, y=y, color=color, tooltip=tip)
-    return (lines + points).properties(width=440, height=260)
+        x=x, y=y, color=color, shape=alt.Shape("series:N", title=None, sort=series), tooltip=tip)
+    return (lines + points).properties(
+        width=440, height=260,
+        description=f"Line chart: all-reduce bus bandwidth in GB/s (y) against message size (x, log scale); "
+                    f"black dots are the {int((long.series == 'measured').sum())} measured points, the blue "
+                    "solid line the model at the nominal link bandwidth and the vermillion dashed line the "
+                    "model at 80% of it.")
 
 
 def small_batch_intensity(batch, d=4096, accelerator="H100 SXM5", dtype="bf16") -> dict:

@@ -7,7 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, measured, sparsity, workloads
+from .. import charts, hardware, measured, sparsity, workloads
 from ..explore import Choice, Exploration, Slider
 from ..units import TFLOPS
 
@@ -74,7 +74,9 @@ def storage_chart(base):
         y=alt.Y("fraction:Q", title="bytes / dense bytes", scale=alt.Scale(domain=[0, 2.1])),
         color=alt.Color("format:N", title="format", sort=labels,
                         scale=alt.Scale(domain=labels,
-                                        range=["#888888", "#e45756", "#4c78a8", "#54a24b"])),
+                                        range=["#767676", charts.VERMILLION, charts.BLUE, charts.GREEN])),
+        strokeDash=alt.StrokeDash("format:N", title="format", sort=labels,
+                                  scale=alt.Scale(domain=labels, range=[[1, 0], [6, 3], [2, 2], [8, 2, 2, 2]])),
         tooltip=[alt.Tooltip("density:Q", format=".0%"), "format:N",
                  alt.Tooltip("fraction:Q", format=".3f")],
     ).properties(width=420, height=260)
@@ -86,7 +88,9 @@ STORAGE = Exploration(
     params=(Choice("value_bits", "value bits", (16, 8, 4), 16),
             Choice("index_bits", "CSR index bits", (8, 16, 32), 16)),
     chart=storage_chart,
-    description="Size of a sparse matrix in each format over its dense size, against density.",
+    description="Line chart: the size of a sparse matrix over its dense size (y) against the share "
+                "of non-zero elements (x), one line per storage format (dense, 2:4 compressed, bitmap, "
+                "CSR), told apart by colour and dash pattern.",
 )
 
 
@@ -111,9 +115,12 @@ def speedup_chart(base):
         x=alt.X("tokens:Q", title="tokens (columns of B)", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("speedup:Q", title="dense time / sparse time", scale=alt.Scale(domain=[0.9, 2.1])),
         color=alt.Color("what:N", title=None, scale=alt.Scale(domain=["one GEMM", "whole step"],
-                                                            range=["#4c78a8", "#e45756"])),
+                                                            range=[charts.BLUE, charts.VERMILLION])),
+        shape=alt.Shape("what:N", title=None, scale=alt.Scale(domain=["one GEMM", "whole step"])),
+        strokeDash=alt.StrokeDash("what:N", title=None, scale=alt.Scale(domain=["one GEMM", "whole step"],
+                                                                      range=[[1, 0], [6, 3]])),
         tooltip=["tokens:Q", "what:N", alt.Tooltip("speedup:Q", format=".3f")])
-    promise = alt.Chart(pd.DataFrame({"y": [2.0]})).mark_rule(strokeDash=[4, 3], color="#555").encode(y="y:Q")
+    promise = alt.Chart(pd.DataFrame({"y": [2.0]})).mark_rule(strokeDash=[4, 3], color="#555555").encode(y="y:Q")
     return (lines + promise).properties(width=420, height=260)
 
 
@@ -127,8 +134,10 @@ SPEEDUP = Exploration(
             Slider("kernel_efficiency", "sparse kernel efficiency", 0.5, 1, 0.05, 1.0,
                    grid_step=0.1)),
     chart=speedup_chart,
-    description="Speed-up of one FP16 GEMM with a 2:4 weight, and of a step whose sparse GEMMs "
-                "take a given share, against the number of tokens.",
+    description="Line chart: dense time over sparse time (y) against the number of tokens (x, log "
+                "scale) for one FP16 GEMM with a 2:4 weight (blue, solid) and for a step whose sparse "
+                "GEMMs take a given share (vermillion, dashed); the dashed horizontal line is the 2x "
+                "promise.",
 )
 
 
@@ -174,8 +183,9 @@ PRUNING = Exploration(
     compute=pruning,
     params=(Choice("distribution", "weights", tuple(TAILS), "normal"),),
     chart=pruning_chart,
-    description="What pruning a 128 x 256 matrix to 50% loses: 2:4, pair-wise 4:8 and "
-                "unstructured magnitude pruning.",
+    description="Three small bar charts, one per measure (sum |a| removed, sum a² removed, error of "
+                "A B): the share lost (x) when a 128 x 256 matrix is pruned to 50% by each method (one "
+                "bar each): 2:4, pair-wise 4:8 and unstructured magnitude pruning.",
 )
 
 
@@ -247,8 +257,13 @@ def density_chart():
         x=alt.X("epoch:Q", title="epoch"),
         y=alt.Y("density:Q", title="share of weights kept", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("layer:N", title=None, sort=names),
+        shape=alt.Shape("layer:N", title=None, sort=names),
+        strokeDash=alt.StrokeDash("layer:N", title=None, sort=names),
         tooltip=["epoch:Q", "layer:N", alt.Tooltip("density:Q", format=".3f")],
-    ).properties(width=420, height=220)
+    ).properties(width=420, height=220,
+                 description=f"Line chart: the share of weights kept (y) in each of three layers (one line "
+                             f"each, told apart by colour, marker and dash) per epoch (x, 1 to {len(frame)}) "
+                             "under sparse momentum at 50% overall density.")
 
 
 def accuracy_chart():
@@ -262,8 +277,12 @@ def accuracy_chart():
         x=alt.X("epoch:Q", title="epoch"),
         y=alt.Y("accuracy:Q", title="test accuracy", scale=alt.Scale(zero=False)),
         color=alt.Color("run:N", title=None, sort=labels),
+        shape=alt.Shape("run:N", title=None, sort=labels),
+        strokeDash=alt.StrokeDash("run:N", title=None, sort=labels),
         tooltip=["run:N", "epoch:Q", alt.Tooltip("accuracy:Q", format=".3f")],
-    ).properties(width=420, height=240)
+    ).properties(width=420, height=240,
+                 description=f"Line chart: test accuracy (y) per epoch (x) of {len(labels)} training runs "
+                             f"({', '.join(labels)}), one line each, told apart by colour, marker and dash.")
 
 
 # --- measured reality ---------------------------------------------------------------------------
@@ -389,14 +408,19 @@ def measured_chart():
     frame = measured_frame().reset_index()
     axis = alt.Scale(domain=[0.9, 2.1], zero=False)
     line = alt.Chart(pd.DataFrame({"x": [0.9, 2.1], "y": [0.9, 2.1]})).mark_line(
-        strokeDash=[4, 3], color="#888").encode(x=alt.X("x:Q", scale=axis), y=alt.Y("y:Q", scale=axis))
+        strokeDash=[4, 3], color="#767676").encode(x=alt.X("x:Q", scale=axis), y=alt.Y("y:Q", scale=axis))
     points = alt.Chart(frame).mark_point(filled=True, size=80).encode(
         x=alt.X("model:Q", title="model's speed-up", scale=axis),
         y=alt.Y("measured:Q", title="measured speed-up", scale=axis),
         color=alt.Color("scope:N", title=None),
+        shape=alt.Shape("scope:N", title=None),
         tooltip=["case:N", alt.Tooltip("model:Q", format=".3f"),
                  alt.Tooltip("measured:Q", format=".3f")])
-    return (line + points).properties(width=320, height=320)
+    return (line + points).properties(
+        width=320, height=320,
+        description=f"Scatter plot: measured speed-up of 2:4 sparsity (y) against the model's (x), one "
+                    f"point per case ({len(frame)} cases), colour and marker shape giving the scope; points "
+                    "on the dashed diagonal are predicted exactly.")
 
 
 EXPLORATIONS = [SPEEDUP, STORAGE, PRUNING]

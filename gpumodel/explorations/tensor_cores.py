@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, measured, memory
+from .. import charts, hardware, measured, memory
 from .. import tensor_cores as tc
 from ..explore import Choice, Exploration, Slider
 
@@ -16,7 +16,7 @@ METHOD_LABELS = {"ffma": "FFMA", "tensor_core": "Tensor Cores", "async_copy": "T
 #: Fixed end of the cycle axis per matrix size, so that moving the other controls moves the bars.
 AXIS_MAX = {32: 2500.0, 64: 13000.0}
 PARTS = ("global", "shared", "compute")
-PART_COLORS = ("#4c78a8", "#f58518", "#54a24b")
+PART_COLORS = (charts.BLUE, charts.ORANGE, charts.GREEN)
 #: The Tensor Core latency choices: 1 cycle (the post, a throughput) or the mma latency measured on A100.
 MMA_CHOICES = (1.0, measured.latency("Ampere", "mma_fp16"))
 
@@ -64,7 +64,9 @@ CYCLE_BUDGET = Exploration(
             Choice("sms", "SMs", (4, 8, 16), 8),
             Choice("tensor_cores_per_sm", "Tensor Cores per SM (counts ops, not work)", (4, 8), 8)),
     chart=cycle_budget_chart,
-    description="Where the cycles of a size x size matmul go, with and without Tensor Cores (8 warps per SM).",
+    description="Stacked bar chart: one bar per method (with and without Tensor Cores), its length the "
+                "cycles a size x size matmul takes (x, SM clock ticks), split into waiting for global "
+                "memory, shared memory and compute (8 warps per SM), with the total printed at the end.",
 )
 
 
@@ -91,7 +93,7 @@ def double_buffering_chart(base):
         x=alt.X("sum(per_tile):Q", title="cycles per K tile (total / k)", scale=x_scale),
         y=y,
         color=alt.Color("state:N", title="Tensor Cores", sort=["busy", "idle"],
-                        scale=alt.Scale(domain=["busy", "idle"], range=["#54a24b", "#d9d9d9"]),
+                        scale=alt.Scale(domain=["busy", "idle"], range=[charts.GREEN, "#d9d9d9"]),
                         legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("loop:N"), alt.Tooltip("state:N"), alt.Tooltip("per_tile:Q", format=",.1f"),
                  alt.Tooltip("total:Q", format=",.0f", title="total cycles")])
@@ -108,7 +110,10 @@ DOUBLE_BUFFERING = Exploration(
             Slider("load_cycles", "load per tile", 0, 400, 50, 200, unit="cycles", integer=True),
             Slider("compute_cycles", "compute per tile", 50, 400, 50, 100, unit="cycles", integer=True)),
     chart=double_buffering_chart,
-    description="A loop over K tiles: load then compute (serial) or load the next tile while computing (double buffered).",
+    description="Stacked bar chart: one bar for the serial loop (load, then compute) and one for the "
+                "double-buffered loop (load the next tile while computing), giving cycles per K tile "
+                "(x) split into Tensor Cores busy (green) and idle (grey), with total cycles and the "
+                "busy share printed beside each bar.",
 )
 
 #: GPUs and tiles of the per-SM feed exploration (GPUs with a sourced boost clock).
@@ -139,7 +144,7 @@ def sm_feed_chart(base):
               scale=alt.Scale(type="log", domain=[10, 20000]))
     bars = base.mark_bar().encode(
         x=x, y=y, color=alt.Color("part:N", legend=None, sort=list(FEED_PARTS),
-                                  scale=alt.Scale(range=["#54a24b", "#bbbbbb", "#4c78a8"])),
+                                  scale=alt.Scale(range=[charts.GREEN, "#999999", charts.BLUE])),
         tooltip=["part:N", alt.Tooltip("cycles:Q", format=",.0f")])
     text = base.mark_text(align="left", dx=4).encode(x=x, y=y, text="label:N")
     return (bars + text).properties(width=420, height=120,
@@ -152,8 +157,9 @@ SM_FEED = Exploration(
     params=(Choice("gpu", "GPU", FEED_GPUS, "H100 SXM5"),
             Choice("tile", "output tile", FEED_TILES, "128x128")),
     chart=sm_feed_chart,
-    description="One K-step of a tile on one SM: Tensor Core cycles against the cycles its strips "
-                "take to arrive from DRAM, fetched alone or shared by a wave through L2.",
+    description="Bar chart, log axis: cycles per K-step of 64 on one SM (x) for three rows: the "
+                "Tensor Cores' work, the strips' DRAM load when fetched alone, and the same load shared "
+                "by a wave through L2, each bar labelled with its cycles.",
 )
 
 EXPLORATIONS = [SM_FEED, CYCLE_BUDGET, DOUBLE_BUFFERING]
@@ -195,12 +201,17 @@ def loop_timeline_chart(k_tiles=4, load_cycles=200, compute_cycles=100):
         y=alt.Y("row:N", title=None, sort=order),
         color=alt.Color("unit:N", title=None, legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=["load (async copy)", "compute (Tensor Cores)"],
-                                        range=["#4c78a8", "#54a24b"])),
+                                        range=[charts.BLUE, charts.GREEN])),
         tooltip=["loop:N", "unit:N", "tile:N", "start:Q", "end:Q"])
     text = base.mark_text(color="white", fontSize=10).encode(
         x=alt.X("mid:Q"), y=alt.Y("row:N", sort=order), text="tile:N").transform_calculate(
         mid="(datum.start + datum.end) / 2")
-    return (bars + text).properties(width=460, height=160)
+    return (bars + text).properties(
+        width=460, height=160,
+        description=f"Timeline (Gantt chart) of a loop over {int(k_tiles)} K tiles, {load_cycles:g} cycles to "
+                    f"load and {compute_cycles:g} to compute each: four rows (serial load, serial compute, "
+                    "double-buffered load, double-buffered compute), one bar per tile from its start to its "
+                    "end cycle (x), labelled with the tile number.")
 
 
 def latency_table() -> pd.DataFrame:

@@ -24,15 +24,20 @@ def chart(chapter: str):
     hi = float(max(frame["measured"].max(), frame["predicted"].max())) * 1.5
     scale = alt.Scale(type="log", domain=[lo, hi])
     line = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(
-        strokeDash=[4, 3], color="#555").encode(x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
+        strokeDash=[4, 3], color="#555555").encode(x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
     dots = alt.Chart(frame).mark_point(filled=True, size=60).encode(
         x=alt.X("measured:Q", title="measured (the row's unit, log scale)", scale=scale),
         y=alt.Y("predicted:Q", title="predicted by the chapter's model", scale=scale),
-        color=alt.Color("workload:N", title=None, scale=alt.Scale(scheme="dark2")),
+        color=alt.Color("workload:N", title=None),
         shape=alt.Shape("workload:N", title=None),
         tooltip=["id:N", "hardware:N", "unit:N", alt.Tooltip("measured:Q", format=",.4g"),
                  alt.Tooltip("predicted:Q", format=",.4g"), alt.Tooltip("rel_error:Q", format="+.0%")])
-    return (line + dots).properties(width=380, height=320)
+    return (line + dots).properties(
+        width=380, height=320,
+        description=f"Scatter plot, log-log: each point is one published measurement of the {chapter} "
+                    f"chapter ({len(frame)} rows), its measured value (x) against the chapter model's "
+                    "prediction (y) in the row's own unit; colour and marker shape give the workload; "
+                    "points on the dashed diagonal are predicted exactly.")
 
 
 def worst_frame(chapter: str, top: int = 5) -> pd.DataFrame:
