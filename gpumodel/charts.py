@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 import altair as alt
+import pandas as pd
 
 BOOK_ENV = "GPUMODEL_BOOK"
 BUNDLE_NAME = "vega-bundle.js"
@@ -64,6 +65,20 @@ def _theme() -> dict:
     return {"config": {"range": {"category": list(PALETTE), "ordinal": {"scheme": SEQUENTIAL},
                                  "ramp": {"scheme": SEQUENTIAL}, "heatmap": {"scheme": SEQUENTIAL}},
                        "mark": {"color": BLUE}}}
+
+
+def identity_line(lo: float, hi: float, scale=None):
+    """The dashed grey diagonal y = x from ``lo`` to ``hi``: where a prediction equals its measurement.
+
+    ``scale`` (an ``alt.Scale``) is shared with the points the line is layered with.
+    Explained in :doc:`/book/about` (section "How the interactive figures work").
+    """
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"identity_line needs finite lo < hi (got lo={lo!r}, hi={hi!r})")
+    kwargs = {} if scale is None else {"scale": scale}
+    return alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(strokeDash=[4, 3], color=GREYS[2]).encode(
+        x=alt.X("x:Q", **kwargs), y=alt.Y("x:Q", **kwargs))
 
 
 def check_description(spec: dict) -> str:

@@ -198,3 +198,14 @@ def test_long_tables_are_cut_and_say_so():
 def test_every_chart_function_is_covered():
     assert len(EXTRA) >= 10, sorted(EXTRA)
     assert all(json.dumps(SPECS[k]()["description"]) for k in list(SPECS)[:1])
+
+
+def test_identity_line_is_the_diagonal_and_refuses_a_bad_range():
+    from gpumodel import charts
+
+    spec = charts.identity_line(0.5, 2.0).to_dict()
+    assert spec["encoding"]["x"]["field"] == spec["encoding"]["y"]["field"] == "x"
+    assert spec["mark"]["strokeDash"] == [4, 3]
+    for lo, hi in ((2.0, 0.5), (1.0, 1.0), (float("nan"), 1.0), (0.0, float("inf"))):
+        with pytest.raises(ValueError, match="lo < hi"):
+            charts.identity_line(lo, hi)

@@ -194,8 +194,7 @@ def validation_chart():
         shape=alt.Shape("workload:N"),
         tooltip=["workload:N", "gpu:N", alt.Tooltip("measured:Q", format=".2f"),
                  alt.Tooltip("predicted:Q", format=".2f"), alt.Tooltip("error:Q", format="+.0%")])
-    line = alt.Chart(pd.DataFrame({"x": [0.2, 6.0]})).mark_line(
-        strokeDash=[4, 3], color="#555555").encode(x="x:Q", y="x:Q")
+    line = charts.identity_line(0.2, 6.0)
     return (line + points).properties(
         width=360, height=320,
         description="Scatter plot, log-log: each point is one GPU and workload, measured throughput "

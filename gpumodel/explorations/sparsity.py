@@ -407,8 +407,7 @@ def measured_chart():
     """Measured against modelled speed-up, one point per case, with the y = x line."""
     frame = measured_frame().reset_index()
     axis = alt.Scale(domain=[0.9, 2.1], zero=False)
-    line = alt.Chart(pd.DataFrame({"x": [0.9, 2.1], "y": [0.9, 2.1]})).mark_line(
-        strokeDash=[4, 3], color="#767676").encode(x=alt.X("x:Q", scale=axis), y=alt.Y("y:Q", scale=axis))
+    line = charts.identity_line(0.9, 2.1, axis)
     points = alt.Chart(frame).mark_point(filled=True, size=80).encode(
         x=alt.X("model:Q", title="model's speed-up", scale=axis),
         y=alt.Y("measured:Q", title="measured speed-up", scale=axis),

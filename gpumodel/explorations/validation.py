@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .. import validate
+from .. import charts, validate
 
 
 def points(chapter: str) -> pd.DataFrame:
@@ -23,8 +23,7 @@ def chart(chapter: str):
     lo = float(min(frame["measured"].min(), frame["predicted"].min())) / 1.5
     hi = float(max(frame["measured"].max(), frame["predicted"].max())) * 1.5
     scale = alt.Scale(type="log", domain=[lo, hi])
-    line = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(
-        strokeDash=[4, 3], color="#555555").encode(x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
+    line = charts.identity_line(lo, hi, scale)
     dots = alt.Chart(frame).mark_point(filled=True, size=60).encode(
         x=alt.X("measured:Q", title="measured (the row's unit, log scale)", scale=scale),
         y=alt.Y("predicted:Q", title="predicted by the chapter's model", scale=scale),
