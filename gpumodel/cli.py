@@ -80,11 +80,19 @@ def _compare(args) -> tuple[list[dict], list[str]]:
 
 def _rank(args) -> tuple[list[dict], list[str]]:
     rows = throughput.rank(args.workload, reference=args.reference, batch=args.batch)
-    return rows, ["accelerator", "workload", "relative_throughput", "memory_gib",
+    return rows, ["accelerator", "workload", "relative_throughput", "band_low", "band_high",
+                  "memory_gib",
                   "usable_memory_gib", "price_usd", "relative_per_1000_usd"]
 
 
 def _validate(args) -> tuple[list[dict], list[str], dict]:
+    if args.cv:
+        if args.measurements or args.model != "book":
+            raise ValueError("--cv scores the book's model on the book's data; drop --measurements "
+                             "and --model")
+        rows = validate.cross_validate(args.chapter)
+        return rows, ["id", "chapter", "hardware", "measured", "predicted", "unit", "rel_error",
+                      "cv", "left_out"], dict(validate.cv_summary(args.chapter), kind="cv")
     rows = validate.rows(args.model, args.chapter, args.measurements)
     if not rows:
         raise ValueError("no measured row could be scored (check the ids and hardware names; "
@@ -94,7 +102,26 @@ def _validate(args) -> tuple[list[dict], list[str], dict]:
         validate.summary(rows)
 
 
+def _cv_text(summary: dict) -> str:
+    lines = ["", "left out: a chip (cv=chip: every row of its die withheld from the fit) or, for a "
+             "chapter whose rows are all on one die, a workload (cv=workload)",
+             "chapter            cv        rows  median in / out   p90 in / out   "
+             "within 10% out  within 30% out"]
+    items = list(summary["chapters"].items()) + [("overall", dict(summary["overall"], cv="-"))]
+    for name, s in items:
+        a, b = s["in_sample"], s["left_out"]
+        lines.append(f"{name:18s} {s['cv']:8s} {a['rows']:5d}  {a['median']:6.1%} / {b['median']:6.1%}"
+                     f"  {a['p90']:6.1%} / {b['p90']:6.1%}  {b['within_10']:14.0%}  "
+                     f"{b['within_30']:14.0%}")
+    for name, t in summary["tau"].items():
+        lines.append(f"Kendall tau, {name} ({t['cards']} cards): in sample {t['in_sample']:.2f}, "
+                     f"left out {t['left_out']:.2f}")
+    return "\n".join(lines)
+
+
 def _summary_text(summary: dict) -> str:
+    if summary.get("kind") == "cv":
+        return _cv_text(summary)
     lines = ["", "chapter            rows  median |err|  p90 |err|  within 30%"]
     for name, s in list(summary["chapters"].items()) + [("overall", summary["overall"])]:
         lines.append(f"{name:18s} {s['rows']:4d}  {s['median']:12.1%}  {s['p90']:9.1%}  "
@@ -146,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="book", choices=validate.MODELS,
                    help="book: the chapters' models; naive: datasheet peaks alone")
     p.add_argument("--measurements", help="a CSV written by measurements/run.py instead of the book's data")
+    p.add_argument("--cv", action="store_true",
+                   help="refit the constants with each chip (or workload) left out and score it")
     p.set_defaults(run=_validate)
     p = sub.add_parser("reproduce", help="the seed audit: every number from the posts, recomputed")
     p.set_defaults(run=_reproduce)

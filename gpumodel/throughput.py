@@ -21,14 +21,24 @@ UNITS = {"transformer-train": "sequences/s", "cnn-train": "images/s", "llm-decod
 #: The card that relative throughputs are divided by unless another is named.
 REFERENCE = "A100 SXM4 40GB"
 
-#: Achievable share of the dense Tensor Core peak in a large GEMM: rounded from the measured
-#: maximum achievable matmul FLOPS (A100 SXM 87%, A100 PCIe 81%, H100 SXM 80%; Bekman's MAMF).
-GEMM_EFFICIENCY = 0.8
-#: Achievable share of the DRAM bandwidth in a streaming kernel: rounded from STREAM-like
-#: read kernels (V100 96%, A100 40GB 96%, H100 PCIe 97%; RRZE gpu-benches) and triad (87-92%).
-BANDWIDTH_EFFICIENCY = 0.9
-#: Launch overhead per kernel in seconds (torchao's roofline model of an H100: 2 us).
-LAUNCH_SECONDS = 2e-6
+#: Starting values of the fitted constants (:mod:`gpumodel.calibration` replaces each with a
+#: fit to measured rows; these are used only where no row of a constant's family is left).
+DEFAULT_CONSTANTS = {"gemm_share": 0.8, "stream_share": 0.9, "conv_share": 0.5,
+                     "llamacpp_bytes_in_flight": 4096.0, "llamacpp_host_seconds": 5e-6,
+                     "compiled_bytes_in_flight": 8192.0, "compiled_dequant_per_sm_cycle": 8.0}
+#: GPU time of the smallest kernel, seconds: torchao's roofline model of an H100 charges 2 us
+#: per kernel for a one-element kernel measured on the GPU (not the CPU's launch cost).
+GPU_FLOOR_SECONDS = 2e-6
+LAUNCH_SECONDS = GPU_FLOOR_SECONDS
+#: Host (CPU) seconds per kernel launched by eager PyTorch: framework dispatch plus the CUDA
+#: launch, within the 5-20 us that Meta's Holistic Trace Analysis documents per launch.
+EAGER_HOST_SECONDS = 10e-6
+#: How each engine issues kernels: "eager" (PyTorch, one launch per operation), "llama.cpp"
+#: (one launch per graph node, its own matrix-vector kernels), "compiled" (torch.compile with
+#: CUDA graphs: the host replays a whole step at once, so no host time per kernel).
+ENGINES = ("eager", "llama.cpp", "compiled")
+#: Kernel kinds and the rates they run at (see :func:`achieved_rates`).
+KINDS = ("gemm", "conv", "elementwise", "weights")
 
 #: BERT-large as fine-tuned on SQuAD in the measured runs: 24 layers, width 1024, feed-forward
 #: 4096, 16 heads, 384-token sequences, WordPiece vocabulary of 30,522 and 512 positions.
@@ -56,23 +66,21 @@ BN_RELU_PASSES = 8.0
 RESIDUAL_PASSES = 6.0
 
 
-def _efficiencies(gemm_efficiency, bandwidth_efficiency):
-    return (_checks.in_range("gemm_efficiency", gemm_efficiency, 1e-3, 1.0),
-            _checks.in_range("bandwidth_efficiency", bandwidth_efficiency, 1e-3, 1.0))
-
-
-def _kernel(name, flops, nbytes, launches=1.0):
-    return (name, float(flops), float(nbytes), float(launches))
+def _kernel(name, flops, nbytes, launches=1.0, kind="elementwise"):
+    return (name, float(flops), float(nbytes), float(launches), kind)
 
 
 def _gemm(name, m, k, n, repeats=1.0, act_bytes=2.0):
-    return _kernel(name, 2.0 * m * k * n, act_bytes * (m * k + k * n + m * n), repeats)
+    return _kernel(name, 2.0 * m * k * n, act_bytes * (m * k + k * n + m * n), repeats, "gemm")
 
 
-def _table(kernels) -> dict:
-    names, flops, nbytes, launches = zip(*kernels)
-    return {"kernel": list(names), "flops": np.array(flops), "bytes": np.array(nbytes),
-            "launches": np.array(launches)}
+def _table(kernels, dequantized=None) -> dict:
+    names, flops, nbytes, launches, kinds = zip(*kernels)
+    table = {"kernel": list(names), "flops": np.array(flops), "bytes": np.array(nbytes),
+             "launches": np.array(launches), "kind": list(kinds)}
+    if dequantized is not None:
+        table["dequantized"] = np.array(dequantized, float)
+    return table
 
 
 @_checks.finite_result
@@ -105,8 +113,9 @@ def transformer_train_kernels(batch, seq=384, layers=24, d_model=1024, d_ff=4096
         kernels.append(_gemm(f"{name} (backward, 2 GEMMs)", m, k, n, 2 * L))
     attn = 2.0 * b * a * (s * s * dh) * 2.0
     attn_bytes = 2.0 * b * a * (4 * s * dh + 2 * s * s)
-    kernels.append(_kernel("attention scores and context (forward)", attn, attn_bytes, L))
-    kernels.append(_kernel("attention scores and context (backward)", 2 * attn, 2 * attn_bytes, L))
+    kernels.append(_kernel("attention scores and context (forward)", attn, attn_bytes, L, "gemm"))
+    kernels.append(_kernel("attention scores and context (backward)", 2 * attn, 2 * attn_bytes, L,
+                           "gemm"))
     sizes = {"scores": a * s, "width": d, "ffn": f}
     for name, (size, passes) in TRANSFORMER_ELEMENTWISE.items():
         nbytes = 2.0 * t * sizes[size] * passes
@@ -173,7 +182,8 @@ def cnn_train_kernels(batch, image=224) -> dict:
     kernels, params = [], 2048 * 1000
     for name, px_in, px, c_in, k, n, block_out in _resnet50_convs(image):
         nbytes = 2.0 * (b * px_in * c_in + k * n + b * px * n)
-        kernels.append(_kernel(f"{name} (forward, backward x2)", 2.0 * b * px * k * n, nbytes, 3))
+        kernels.append(_kernel(f"{name} (forward, backward x2)", 2.0 * b * px * k * n, nbytes, 3,
+                               "conv"))
         passes = BN_RELU_PASSES + (RESIDUAL_PASSES if block_out else 0.0)
         kernels.append(_kernel(f"{name} batch norm, ReLU", 0.0, 2.0 * b * px * n * passes / 4, 4))
         params += k * n
@@ -182,15 +192,25 @@ def cnn_train_kernels(batch, image=224) -> dict:
     return _table(kernels)
 
 
+#: Small kernels per layer of a decoding step besides the matrix products, as llama.cpp's graph
+#: runs them: two RMS norms and their weight multiplies, two rotary embeddings, two cache
+#: writes, the softmax, a copy that makes the attention output contiguous, two residual
+#: adds, SiLU and the gate multiply.
+DECODE_SMALL_KERNELS = 14
+
+
 @_checks.finite_result
 def decode_kernels(batch=1, context=2048, weight_bits=16.0, layers=32, d_model=4096,
                    d_ff=14336, heads=32, kv_heads=8, vocab=128256, kv_bits=16.0) -> dict:
     """One decoding step (one new token for each of ``batch`` sequences) as kernels.
 
-    Per layer: the QKV, output, gated-MLP up and down projections as GEMMs of ``batch`` rows whose
-    weights take ``weight_bits`` per parameter; attention reading each sequence's key/value cache
-    of ``context`` tokens at ``kv_bits``; four small elementwise kernels (norms, rotary, residual).
-    Then the output projection over ``vocab``. Defaults: Llama 3 8B in 16 bits.
+    Per layer: seven weight-streaming products of ``batch`` rows (Q, K, V, output, gate, up,
+    down; kind "weights") whose weights take ``weight_bits`` per parameter; attention reading
+    each sequence's key/value cache of ``context`` tokens at ``kv_bits`` (two kernels); and
+    :data:`DECODE_SMALL_KERNELS` small kernels. Then a final norm and the output projection
+    over ``vocab``. The launches count the kernels llama.cpp's graph runs (23 per layer).
+    Below 16 bits, ``"dequantized"`` counts the weights each kernel must unpack.
+    Defaults: Llama 3 8B in 16 bits.
     Explained in :doc:`/book/choosing_a_gpu` (section "Decoding: bandwidth over bytes per token").
     """
     b, ctx = _checks.count("batch", batch), _checks.count("context", context)
@@ -206,15 +226,22 @@ def decode_kernels(batch=1, context=2048, weight_bits=16.0, layers=32, d_model=4
     dh = d // a
 
     def proj(name, k, n, repeats=L):
-        return _kernel(name, 2.0 * b * k * n, k * n * wb + 2.0 * b * (k + n), repeats)
+        return _kernel(name, 2.0 * b * k * n, k * n * wb + 2.0 * b * (k + n), repeats, "weights")
 
-    kv_bytes = 2.0 * g * dh * ctx * kb
-    kernels = [proj("QKV projection", d, d + 2 * g * dh), proj("attention output", d, d),
-               proj("MLP gate and up", d, 2 * f), proj("MLP down", f, d),
-               _kernel("attention over the KV cache", 4.0 * b * a * dh * ctx, b * kv_bytes, L),
-               _kernel("norms, rotary, residuals", 0.0, 2.0 * b * d * 2.0 * 4, 4 * L),
+    kv_bytes = g * dh * ctx * kb
+    kernels = [proj("Q projection", d, d), proj("K and V projections", d, g * dh, 2 * L),
+               proj("attention output", d, d), proj("MLP gate and up", d, f, 2 * L),
+               proj("MLP down", f, d),
+               _kernel("attention over the KV cache (K, then V)", 2.0 * b * a * dh * ctx,
+                       b * kv_bytes, 2 * L, "weights"),
+               _kernel("norms, rotary, cache writes, softmax, residuals", 0.0, 2.0 * b * d * 2.0,
+                       DECODE_SMALL_KERNELS * L),
+               _kernel("final norm", 0.0, 2.0 * b * d * 2.0, 2),
                proj("output projection", d, v, 1)]
-    return _table(kernels)
+    quantized = 8 * wb < 16
+    dequantized = [f / (2.0 * b) if quantized and k == "weights" and "KV" not in name else 0.0
+                   for name, f, _, _, k in kernels]
+    return _table(kernels, dequantized)
 
 
 @_checks.finite_result
@@ -248,63 +275,189 @@ def weight_bytes(weight_bits=16.0, layers=32, d_model=4096, d_ff=14336, heads=32
     return params * bits / 8.0
 
 
-@_checks.finite_result
-def kernel_times(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
-                 bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS):
-    """Seconds each kernel of ``kernels`` spends per step on each card: array (kernels, cards).
+def _engine(engine) -> str:
+    return _checks.choice("engine", engine, ENGINES)
 
-    launches x max(flops / (gemm_efficiency x peak_flops), bytes / (bandwidth_efficiency x
-    bandwidth), launch_seconds), with ``peak_flops`` (FLOP/s) and ``bandwidth`` (bytes/s)
-    broadcast as one value per card.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+
+def _calibration(calibration):
+    from . import calibration as calib
+    if calibration is None:
+        return calib.default()
+    if not isinstance(calibration, calib.Calibration):
+        raise ValueError(f"calibration must be a gpumodel.calibration.Calibration or None "
+                         f"(got {calibration!r:.60})")
+    return calibration
+
+
+def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
+                   calibration=None) -> dict:
+    """The rates each kind of kernel reaches on each card, as arrays with one value per card.
+
+    - "gemm": FLOP/s of a large GEMM, s_F x the dense peak (s_F the card's measured matmul
+      share where its die was measured, else the fitted median);
+    - "conv": FLOP/s of a cuDNN convolution, the fitted ``conv_share`` x the peak;
+    - "stream": bytes/s of a streaming kernel, s_B x the DRAM bandwidth (likewise measured
+      or fitted);
+    - "weights": bytes/s of a matrix-vector kernel of ``engine``: the stream rate, capped by
+      Little's law at SMs x (bytes the engine keeps in flight per SM) / DRAM latency;
+    - "dequant": weights/s a compiled weight-only kernel unpacks: SMs x boost clock x the
+      fitted weights per SM and cycle (no limit for the other engines);
+    - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
-    ge, be = _efficiencies(gemm_efficiency, bandwidth_efficiency)
-    peak = np.atleast_1d(_checks.positive("peak_flops", peak_flops))
-    bw = np.atleast_1d(_checks.positive("bandwidth", bandwidth))
-    launch = _checks.non_negative("launch_seconds", launch_seconds)
+    engine = _engine(engine)
+    cal = _calibration(calibration)
+    cards = _cards(accelerators)
+    peak, bw = card_rates(cards, math)
+    stream = np.array([cal.stream_share(a) for a in cards]) * bw
+    in_flight = {"llama.cpp": cal.constants["llamacpp_bytes_in_flight"],
+                 "compiled": cal.constants["compiled_bytes_in_flight"]}.get(engine)
+    weights = stream.copy()
+    if in_flight is not None:
+        for i, a in enumerate(cards):
+            if a.sm_count:
+                weights[i] = min(stream[i], a.sm_count * in_flight / cal.latency(a))
+    host = {"eager": EAGER_HOST_SECONDS, "llama.cpp": cal.constants["llamacpp_host_seconds"],
+            "compiled": 0.0}[engine]
+    n = len(cards)
+    per_cycle = cal.constants["compiled_dequant_per_sm_cycle"] if engine == "compiled" else np.inf
+    dequant = np.array([(a.sm_count or 0) * (a.boost_clock_mhz or 0) * 1e6 * per_cycle
+                        if a.sm_count and a.boost_clock_mhz else np.inf for a in cards])
+    return {"dequant": np.where(np.isfinite(dequant), dequant, 1e300),
+            "gemm": np.array([cal.gemm_share(a) for a in cards]) * peak,
+            "conv": cal.constants["conv_share"] * peak, "stream": stream, "weights": weights,
+            "floor": np.full(n, GPU_FLOOR_SECONDS), "host": np.full(n, host), "peak": peak}
+
+
+def _kernel_arrays(kernels: dict):
     if not isinstance(kernels, dict) or not {"flops", "bytes", "launches"} <= set(kernels):
         raise ValueError("kernels must be a dict from one of the *_kernels functions")
-    flops = np.asarray(kernels["flops"], float)[:, None]
-    nbytes = np.asarray(kernels["bytes"], float)[:, None]
-    each = memory.kernel_seconds(flops, nbytes, ge * peak, be * bw, launch)
-    return np.asarray(kernels["launches"], float)[:, None] * each
+    arrays = []
+    for key in ("flops", "bytes", "launches"):
+        a = _checks.non_negative(f"kernels[{key!r}]", kernels[key])
+        if np.ndim(a) != 1:
+            raise ValueError(f"kernels[{key!r}] must be a 1-D list of numbers")
+        arrays.append(np.asarray(a, float))
+    if not (len(arrays[0]) == len(arrays[1]) == len(arrays[2])):
+        raise ValueError("kernels['flops'], ['bytes'] and ['launches'] must have one entry each")
+    kinds = list(kernels.get("kind", ["gemm"] * len(arrays[0])))
+    if len(kinds) != len(arrays[0]) or any(k not in KINDS for k in kinds):
+        raise ValueError(f"kernels['kind'] must give one of {KINDS} per kernel")
+    return arrays[0], arrays[1], arrays[2], np.array(kinds)
 
 
-@_checks.finite_result
-def time_by_regime(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
-                   bandwidth_efficiency=BANDWIDTH_EFFICIENCY,
-                   launch_seconds=LAUNCH_SECONDS) -> dict:
-    """Seconds of one step spent in kernels of each regime, per card: {regime: array (cards,)}.
+def _kernel_terms(kernels: dict, rates: dict):
+    flops, nbytes, launches, kinds = _kernel_arrays(kernels)
+    compute_rate = np.where((kinds == "conv")[:, None], rates["conv"][None, :],
+                            rates["gemm"][None, :])
+    memory_rate = np.where((kinds == "weights")[:, None], rates["weights"][None, :],
+                           rates["stream"][None, :])
+    compute = flops[:, None] / compute_rate
+    if "dequantized" in kernels:
+        unpacked = _checks.non_negative("kernels['dequantized']", kernels["dequantized"])
+        compute = np.maximum(compute, np.asarray(unpacked, float)[:, None] / rates["dequant"][None, :])
+    memory_s = nbytes[:, None] / memory_rate
+    floor = np.broadcast_to(rates["floor"][None, :], compute.shape)
+    return compute, memory_s, floor, launches[:, None]
 
-    Each kernel's time (:func:`kernel_times`) is counted under the largest of its three
-    terms (:func:`gpumodel.memory.regime`): "compute", "memory" or "overhead".
+
+def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
+    """GPU seconds of a whole step for each column of ``rates`` (a dict like :func:`achieved_rates`).
+
+    The columns need not be cards: the calibration sweeps one constant by giving each column
+    another value of it.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
+    return (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
+
+
+def _rates_for(accelerators, math, engine, calibration) -> dict:
+    return achieved_rates(accelerators, math, engine, calibration)
+
+
+def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
+                 calibration=None) -> np.ndarray:
+    """GPU seconds each kernel of ``kernels`` spends per step on each card: array (kernels, cards).
+
+    launches x max(flops / compute rate, bytes / memory rate, floor), each rate that of the
+    kernel's kind on the card (:func:`achieved_rates`).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    """
+    compute, memory_s, floor, launches = _kernel_terms(
+        kernels, _rates_for(accelerators, math, engine, calibration))
+    return launches * np.maximum(np.maximum(compute, memory_s), floor)
+
+
+kernel_times = _checks.finite_result(kernel_times)
+
+
+def step_parts(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
+               calibration=None) -> dict:
+    """One step's GPU and host seconds per card: {"device", "host", "step"}, arrays (cards,).
+
+    device = the sum of :func:`kernel_times`; host = the kernels launched x the engine's host
+    seconds per kernel; the GPU runs asynchronously from the host, so step = max(host, device).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    """
+    rates = _rates_for(accelerators, math, engine, calibration)
+    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
+    device = (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
+    host = float(launches.sum()) * rates["host"]
+    return {"device": device, "host": host, "step": np.maximum(device, host)}
+
+
+step_parts = _checks.finite_result(step_parts)
+
+
+def step_seconds(kernels: dict, accelerators, engine: str = "eager", math: str = "16-bit",
+                 calibration=None) -> np.ndarray:
+    """Seconds of one step per card: max(host seconds, GPU seconds) of :func:`step_parts`.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    """
+    return step_parts(kernels, accelerators, math, engine, calibration)["step"]
+
+
+step_seconds = _checks.finite_result(step_seconds)
+
+
+def time_by_regime(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
+                   calibration=None) -> dict:
+    """Seconds of one step per regime, per card: {regime: array (cards,)}, summing to the step.
+
+    Each kernel's GPU time (:func:`kernel_times`) counts under the largest of its terms:
+    "compute", "memory" or "overhead" (the GPU floor of a tiny kernel); where the host is
+    slower than the GPU, the difference (the GPU idle, waiting for launches) is overhead too.
     Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
     """
-    times = kernel_times(kernels, peak_flops, bandwidth, gemm_efficiency, bandwidth_efficiency,
-                         launch_seconds)
-    peak = np.atleast_1d(np.asarray(peak_flops, float))
-    bw = np.atleast_1d(np.asarray(bandwidth, float))
-    which = memory.regime(np.asarray(kernels["flops"], float)[:, None],
-                          np.asarray(kernels["bytes"], float)[:, None],
-                          gemm_efficiency * peak, bandwidth_efficiency * bw, launch_seconds)
-    return {name: np.where(which == i, times, 0.0).sum(axis=0)
-            for i, name in enumerate(memory.REGIMES)}
+    rates = _rates_for(accelerators, math, engine, calibration)
+    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
+    times = launches * np.maximum(np.maximum(compute, memory_s), floor)
+    which = np.argmax(np.stack([compute, memory_s, floor]), axis=0)
+    out = {name: np.where(which == i, times, 0.0).sum(axis=0)
+           for i, name in enumerate(memory.REGIMES)}
+    host = float(launches.sum()) * rates["host"]
+    out["overhead"] = out["overhead"] + np.maximum(host - times.sum(axis=0), 0.0)
+    return out
 
 
-@_checks.finite_result
-def flop_utilization(kernels: dict, peak_flops, bandwidth, gemm_efficiency=GEMM_EFFICIENCY,
-                     bandwidth_efficiency=BANDWIDTH_EFFICIENCY,
-                     launch_seconds=LAUNCH_SECONDS):
-    """Share of the peak a whole step uses, per card: step FLOP / (step seconds x peak_flops).
+time_by_regime = _checks.finite_result(time_by_regime)
 
-    The step's FLOP are every kernel's FLOP times its launches; the time is the sum of
-    :func:`kernel_times`.
+
+def flop_utilization(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
+                     calibration=None):
+    """Share of the dense peak a whole step uses, per card: step FLOP / (step seconds x peak).
+
     Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
     """
-    times = kernel_times(kernels, peak_flops, bandwidth, gemm_efficiency, bandwidth_efficiency,
-                         launch_seconds)
-    flops = float(np.sum(np.asarray(kernels["flops"], float) * np.asarray(kernels["launches"], float)))
-    return flops / (times.sum(axis=0) * np.atleast_1d(np.asarray(peak_flops, float)))
+    flops, _, launches, _ = _kernel_arrays(kernels)
+    peak = card_rates(_cards(accelerators), math)[0]
+    step = step_seconds(kernels, accelerators, engine, math, calibration)
+    return float(np.sum(flops * launches)) / (step * peak)
+
+
+flop_utilization = _checks.finite_result(flop_utilization)
 
 
 def _workload(name) -> str:
@@ -381,63 +534,56 @@ def _batches(batch, n: int) -> list:
     return [_checks.count("batch", batch)] * n
 
 
-def throughput(workload: str, accelerators=None, batch=None, gemm_efficiency=GEMM_EFFICIENCY,
-               bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS,
-               math: str = "16-bit", **options) -> np.ndarray:
+#: The engine each workload is modelled with unless another is named: the training runs the
+#: book checks against ran eager PyTorch, the decoding runs llama.cpp.
+DEFAULT_ENGINE = {"transformer-train": "eager", "cnn-train": "eager", "llm-decode": "llama.cpp"}
+DEFAULT_BATCH = {"transformer-train": 32, "cnn-train": 256, "llm-decode": 1}
+
+
+def throughput(workload: str, accelerators=None, batch=None, math: str = "16-bit",
+               engine: str | None = None, calibration=None, **options) -> np.ndarray:
     """Modelled throughput of each card in :data:`UNITS` of ``workload``: batch / step seconds.
 
     ``batch`` is one value for all cards or one per card; ``math`` picks the Tensor Core peak
-    (:func:`card_rates`); ``options`` describe the workload (see :func:`kernels_for`).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    (:func:`card_rates`); ``engine`` how kernels are issued (default :data:`DEFAULT_ENGINE`);
+    ``calibration`` the fitted constants (default: :func:`gpumodel.calibration.default`);
+    ``options`` describe the workload (see :func:`kernels_for`).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     workload = _workload(workload)
+    engine = DEFAULT_ENGINE[workload] if engine is None else _engine(engine)
     cards = _cards(accelerators)
     batches = _batches(batch, len(cards))
-    for name, value in (("gemm_efficiency", gemm_efficiency),
-                        ("bandwidth_efficiency", bandwidth_efficiency),
-                        ("launch_seconds", launch_seconds)):
-        _checks.scalar(name, value)
-    peak, bw = card_rates(cards, math)
-    default = {"transformer-train": 32, "cnn-train": 256, "llm-decode": 1}[workload]
+    cal = _calibration(calibration)
     out = np.empty(len(cards))
     for b in dict.fromkeys(batches):
-        where = np.array([x == b for x in batches])
+        where = [i for i, x in enumerate(batches) if x == b]
         table = kernels_for(workload, b, **options)
-        steps = kernel_times(table, peak[where], bw[where], gemm_efficiency,
-                             bandwidth_efficiency, launch_seconds).sum(axis=0)
-        out[where] = (default if b is None else float(b)) / steps
+        steps = step_seconds(table, [cards[i] for i in where], engine, math, cal)
+        out[where] = (DEFAULT_BATCH[workload] if b is None else float(b)) / steps
     return out
 
 
 throughput = _checks.finite_result(throughput)
 
 
-def decode_throughput(accelerators, batches, gemm_efficiency=GEMM_EFFICIENCY,
-                      bandwidth_efficiency=BANDWIDTH_EFFICIENCY, launch_seconds=LAUNCH_SECONDS,
+def decode_throughput(accelerators, batches, engine: str = "llama.cpp", calibration=None,
                       **options) -> np.ndarray:
-    """Decoding tokens/s of each card (rows) at each batch size (columns): :func:`throughput` for "llm-decode", vectorized.
+    """Decoding tokens/s of each card (rows) at each batch size (columns): :func:`throughput` for "llm-decode".
 
-    A decoding step's FLOP grow in proportion to the batch and its bytes are affine in it (the
-    weights once, plus activations and one key/value cache per sequence), so the kernel tables
-    of batches 1 and 2 give every other batch exactly, without rebuilding them.
     Explained in :doc:`/book/choosing_a_gpu` (section "Decoding: bandwidth over bytes per token").
     """
     cards = _cards(accelerators)
     b = np.atleast_1d(_checks.positive_int("batches", batches)).astype(float)
     if b.ndim != 1:
         raise ValueError("batches must be a number or a 1-D list of them")
-    ge, be = _efficiencies(gemm_efficiency, bandwidth_efficiency)
-    launch = _checks.scalar("launch_seconds", launch_seconds)
-    if launch < 0:
-        raise ValueError("launch_seconds must be >= 0")
-    one, two = decode_kernels(1, **options), decode_kernels(2, **options)
-    flops = one["flops"][:, None] * b[None, :]
-    nbytes = one["bytes"][:, None] + (two["bytes"] - one["bytes"])[:, None] * (b[None, :] - 1)
-    peak, bw = card_rates(cards)
-    each = np.maximum(np.maximum(flops[..., None] / (ge * peak), nbytes[..., None] / (be * bw)),
-                      launch)
-    steps = (one["launches"][:, None, None] * each).sum(axis=0)
-    return (b[:, None] / steps).T
+    engine = _engine(engine)
+    cal = _calibration(calibration)
+    out = np.empty((len(cards), b.size))
+    for j, batch in enumerate(b):
+        table = decode_kernels(int(batch), **options)
+        out[:, j] = batch / step_seconds(table, cards, engine, "16-bit", cal)
+    return out
 
 
 decode_throughput = _checks.finite_result(decode_throughput)
@@ -471,15 +617,34 @@ VALIDATION = {"transformer-train": ("lambda.bert_large.", "A100 SXM4 80GB"),
 PREDICTORS = ("model", "bandwidth", "peak")
 
 
+def _detail_value(row, key: str) -> str:
+    detail = row.get("detail") or ""
+    if f"{key}=" not in detail:
+        raise ValueError(f"measured row {row.get('id')!r} states no {key}= in its detail")
+    return detail.split(f"{key}=")[1].split(";")[0].strip()
+
+
 def _decode_options(row) -> dict:
     """Workload options of a measured decoding row: weight bits from the stated file size."""
-    params = float(row["detail"].split("params=")[1].split(";")[0])
-    nbytes = float(row["detail"].split("file_bytes=")[1].split(";")[0])
-    return {"weight_bits": 8.0 * nbytes / params, "context": int(row["detail"].split(
-        "context=")[1].split(";")[0])}
+    params = float(_detail_value(row, "params"))
+    nbytes = float(_detail_value(row, "file_bytes"))
+    options = {"weight_bits": 8.0 * nbytes / params,
+               "context": int(float(_detail_value(row, "context")))}
+    if "70b" in row["id"]:
+        options.update(workloads.LLAMA3_70B)
+    return options
 
 
-def validation(workload: str, predictor: str = "model", reference: str | None = None) -> list[dict]:
+def decode_row_kernels(row) -> dict:
+    """The kernel table of a measured llama.cpp decoding row (``decode.*``), batch 1.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    return decode_kernels(1, **_decode_options(row))
+
+
+def validation(workload: str, predictor: str = "model", reference: str | None = None,
+               calibration=None) -> list[dict]:
     """Predicted against measured throughput relative to a reference card, one dict per card.
 
     Each card is modelled at the batch it was measured with. Keys: accelerator, batch,
@@ -502,7 +667,7 @@ def validation(workload: str, predictor: str = "model", reference: str | None = 
                          f"{', '.join(names)} (got {reference!r})")
     batches = [int(r["batch"]) for r in rows]
     options = _decode_options(rows[0]) if workload == "llm-decode" else {}
-    modelled = throughput(workload, names, batches, **options)
+    modelled = throughput(workload, names, batches, calibration=calibration, **options)
     if predictor == "model":
         speed = modelled
     else:
@@ -548,13 +713,29 @@ def _check_prices(prices) -> None:
         _checks.non_negative(f"prices[{name!r}]", value)
 
 
+#: The measured rows whose left-out errors give each workload's error band.
+BAND_ROWS = {"transformer-train": "lambda.bert_large.", "cnn-train": "lambda.resnet50.",
+             "llm-decode": "decode."}
+
+
+def band(workload: str) -> tuple[float, float]:
+    """The 10th and 90th percentiles of the left-out relative error of ``workload``'s measured rows.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Every prediction carries its error").
+    """
+    from . import validate
+    return validate.error_band("choosing_a_gpu", BAND_ROWS[_workload(workload)])
+
+
 def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=None,
          batch=None, math: str = "16-bit", **options) -> list[dict]:
     """Every card's modelled throughput relative to ``reference``, fastest first (ties by name).
 
-    Rows: accelerator, workload, relative_throughput, memory_gib, usable_memory_gib,
-    price_usd (``prices`` overrides the table's launch price) and relative_per_1000_usd
-    (relative throughput per 1,000 dollars of card; None without a price).
+    Rows: accelerator, workload, relative_throughput, band_low and band_high (the relative
+    throughput divided by 1 + the 90th and 10th percentiles of the left-out error of the
+    workload's measured rows: :func:`gpumodel.validate.error_band`), memory_gib,
+    usable_memory_gib, price_usd (``prices`` overrides the table's launch price) and
+    relative_per_1000_usd (relative throughput per 1,000 dollars of card; None without a price).
     Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
     """
     workload = _workload(workload)
@@ -563,11 +744,13 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     _check_prices(prices)
     both = throughput(workload, cards + [ref], batch, math=math, **options)
     speed, base = both[:-1], both[-1]
+    low, high = band(workload)
     rows = []
     for acc, s in zip(cards, speed):
         price = _price(acc, prices)
         rel = float(s / base)
         rows.append({"accelerator": acc.name, "workload": workload, "relative_throughput": rel,
+                     "band_low": rel / (1.0 + high), "band_high": rel / (1.0 + low),
                      "memory_gib": acc.memory_gib, "usable_memory_gib": acc.usable_memory_gib,
                      "price_usd": price,
                      "relative_per_1000_usd": None if not price else float(cost.per_dollar(rel, price))})

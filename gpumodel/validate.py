@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import _checks, hardware, measured, memory, parallelism, sparsity, throughput, workloads
+from . import (_checks, calibration, hardware, measured, memory, parallelism, sparsity, throughput,
+               workloads)
 from .units import GB, TFLOPS
 
 MODELS = ("book", "naive")
@@ -37,11 +38,10 @@ WITHIN = 0.30
 
 #: Boards measured in the data that share their Tensor Core peak with a row of the table
 #: (GH200's GPU has the H100 SXM5's peak; NVIDIA lists both A100 40GB boards at 312 TFLOPS).
-PEAK_ALIASES = {"A100 SXM4": "A100 SXM4 40GB", "A100 PCIe": "A100 SXM4 40GB", "GH200": "H100 SXM5"}
+PEAK_ALIASES = calibration.PEAK_ALIASES
 #: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table:
 #: the V100 PCIe and SXM2 16GB both have 900 GB/s, the A100 40GB boards 1555 GB/s.
-MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB",
-                  "L40": "L40S"}
+MEMORY_ALIASES = calibration.MEMORY_ALIASES
 #: The NVLink generation of each collective's hardware.
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
 #: The latency per ring step the parallelism chapter assumes (5 us), not fitted to a sweep.
@@ -64,7 +64,7 @@ class Rule:
     prefix: str
     chapter: str
     workload: str
-    predict: Callable[[dict, str], float | None]
+    predict: Callable[[dict, str, dict, object], float | None]
 
 
 def _card(name: str, aliases: dict | None = None) -> hardware.Accelerator:
@@ -77,31 +77,34 @@ def _row_value(id: str, rows: dict) -> float:
 
 # --- memory hierarchy: GEMMs, bandwidth, A100 against V100 -------------------------------------
 
-def _deepbench(row: dict, model: str, rows: dict) -> float:
+def _deepbench(row: dict, model: str, rows: dict, cal) -> float:
     _, _, dtype, shape, _ = row["id"].split(".")
     m, n, k = (int(x) for x in shape.split("x"))
     acc = _card(row["hardware"])
     peak = acc.fp32_tflops * TFLOPS if dtype == "fp32" else acc.peak_flops("fp16")
-    return _gemm_tflops(m, k, n, acc, peak, dtype, model)
+    return _gemm_tflops(m, k, n, acc, peak, dtype, model, cal)
 
 
-def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str) -> float:
-    """TFLOPS of one GEMM: the roofline (naive) or the best tiling with waves and split-K (book)."""
+def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str, cal) -> float:
+    """TFLOPS of one GEMM: the roofline (naive) or the best tiling with waves and split-K at the
+    card's sustained matmul share of peak and streaming share of bandwidth (book)."""
     flops = memory.matmul_flops(m, k, n)
     if model == "naive":
         return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
-    best = min(float(memory.gemm_seconds(m, k, n, peak, acc.bandwidth, acc.sm_count or 1, tm, tn, s,
+    peak, bw = peak * cal.gemm_share(acc), acc.bandwidth * cal.stream_share(acc)
+    best = min(float(memory.gemm_seconds(m, k, n, peak, bw, acc.sm_count or 1, tm, tn, s,
                                          dtype)) for tm, tn, s in GEMM_CONFIGS)
     return float(flops / best / TFLOPS)
 
 
-def _stream(row: dict, model: str, rows: dict) -> float | None:
+def _stream(row: dict, model: str, rows: dict, cal) -> float | None:
     if MEMORY_ALIASES.get(row["hardware"], row["hardware"]) not in hardware.names():
         return None
-    return _card(row["hardware"], MEMORY_ALIASES).memory_bandwidth_gbs
+    share = 1.0 if model == "naive" else cal.constants["stream_share"]
+    return share * _card(row["hardware"], MEMORY_ALIASES).memory_bandwidth_gbs
 
 
-def _dle(row: dict, model: str, rows: dict) -> float | None:
+def _dle(row: dict, model: str, rows: dict, cal) -> float | None:
     _, net, side, gpus = row["id"].split(".")
     if side != "a100":
         return None
@@ -120,23 +123,48 @@ def _dle(row: dict, model: str, rows: dict) -> float | None:
 
 # --- Tensor Cores and low precision -------------------------------------------------------------
 
-def _mamf(row: dict, model: str, rows: dict) -> float:
+def _mamf(row: dict, model: str, rows: dict, cal) -> float:
     dtype = row["id"].split(".")[-1]
     acc = _card(row["hardware"], PEAK_ALIASES)
-    return acc.peak_flops(dtype) / TFLOPS
+    share = 1.0 if model == "naive" else cal.constants["gemm_share"]
+    return share * acc.peak_flops(dtype) / TFLOPS
 
 
-def _gptfast(row: dict, model: str, rows: dict) -> float:
-    fmt = row["id"].split(".")[-1]
-    # gpt-fast's int4 keeps a BF16 scale and zero point per group of 32 weights: 4 + 32 / 32 bits.
-    bits = {"bf16": 16.0, "int8": 8.0, "int4_g32": 4.0 + 2 * 16.0 / 32}[fmt]
+#: Bits per weight of each compiled decoding format in the data: int8 keeps one BF16 scale per
+#: output row (about 8 bits); gpt-fast's int4 a BF16 scale and zero point per 32 weights
+#: (4 + 32 / 32), torchao's per 64 (4 + 32 / 64); FP8 weight-only and FP8 with dynamic
+#: activation quantization store one byte per weight.
+COMPILED_BITS = {"bf16": 16.0, "int8": 8.0, "int8wo": 8.0, "int4_g32": 5.0, "int4wo_g64": 4.5,
+                 "fp6": 6.0, "float8wo": 8.0, "float8dq_tensor": 8.0, "float8dq_row": 8.0}
+#: The architecture of each model named in a compiled decoding row's id.
+COMPILED_MODELS = {"llama2_7b": workloads.LLAMA2_7B, "llama3_8b": workloads.LLAMA3_8B,
+                   "llama31_8b": workloads.LLAMA3_8B, "llama2_70b": dict(
+                       workloads.LLAMA3_70B, vocab=32000), "llama31_70b": workloads.LLAMA3_70B}
+
+
+def _gptfast(row: dict, model: str, rows: dict, cal) -> float | None:
+    """gpt-fast and torchao decoding at batch 1 (one GPU): the compiled engine, CUDA graphs."""
+    _, name, _, fmt = row["id"].split(".")
+    if fmt not in COMPILED_BITS or name not in COMPILED_MODELS or (row.get("gpus") or 1) != 1:
+        return None
     acc = _card(row["hardware"])
+    arch, bits = COMPILED_MODELS[name], COMPILED_BITS[fmt]
     if model == "naive":
-        nbytes = throughput.weight_bytes(bits, **workloads.LLAMA2_7B, input_embedding=False)
+        nbytes = throughput.weight_bytes(bits, **arch, input_embedding=False)
         return float(acc.bandwidth / nbytes)
-    # A 5-token prompt and a short generation: the key/value cache is a few tokens long.
-    return float(throughput.throughput("llm-decode", [acc], 1, context=8, weight_bits=bits,
-                                       **workloads.LLAMA2_7B)[0])
+    return float(throughput.throughput("llm-decode", [acc], 1, engine="compiled",
+                                       calibration=cal, context=8, weight_bits=bits, **arch)[0])
+
+
+def _matmul(row: dict, model: str, rows: dict, cal) -> float | None:
+    """A large dense matmul on one card: the fitted large-GEMM share x the dense peak of its dtype."""
+    dtype = row["id"].split(".")[2]
+    name = PEAK_ALIASES.get(row["hardware"], row["hardware"])
+    if name not in hardware.names() or dtype not in hardware.TENSOR_COLUMNS:
+        return None
+    acc = hardware.get(name)
+    share = 1.0 if model == "naive" else cal.constants["gemm_share"]
+    return share * acc.peak_flops(dtype) / TFLOPS
 
 
 # --- sparsity -----------------------------------------------------------------------------------
@@ -168,7 +196,7 @@ def _sparse_speedup(case: str, model: str, rows: dict) -> float:
     raise KeyError(case)
 
 
-def _sparse(row: dict, model: str, rows: dict) -> float | None:
+def _sparse(row: dict, model: str, rows: dict, cal) -> float | None:
     parts = row["id"].split(".")
     if parts[-1] != "sparse" or parts[1] not in ("linear_3072x10240x3072", "vitl_fc1",
                                                  "vitl_fc2", "vitl_step"):
@@ -177,7 +205,7 @@ def _sparse(row: dict, model: str, rows: dict) -> float | None:
     return None if dense is None else dense["value"] / _sparse_speedup(parts[1], model, rows)
 
 
-def _sparse_decode(row: dict, model: str, rows: dict) -> float | None:
+def _sparse_decode(row: dict, model: str, rows: dict, cal) -> float | None:
     if not row["id"].endswith("int4_sparse") or row["unit"] != "tokens/s":
         return None
     dense = rows["sparse.llama3_8b.a100_80.int4"]["value"]
@@ -190,7 +218,7 @@ def _sparse_decode(row: dict, model: str, rows: dict) -> float | None:
 
 # --- parallelism --------------------------------------------------------------------------------
 
-def _collective(row: dict, model: str, rows: dict) -> float | None:
+def _collective(row: dict, model: str, rows: dict, cal) -> float | None:
     link = LINKS.get(row["hardware"])
     if link is None:
         return None
@@ -204,27 +232,25 @@ def _collective(row: dict, model: str, rows: dict) -> float | None:
 
 # --- choosing a GPU -----------------------------------------------------------------------------
 
-def _lambda(row: dict, model: str, rows: dict) -> float:
+def _lambda(row: dict, model: str, rows: dict, cal) -> float:
     workload = "transformer-train" if ".bert_large." in row["id"] else "cnn-train"
     acc = _card(row["hardware"])
     batch = int(row["batch"])
     if model == "naive":
         table = throughput.kernels_for(workload, batch)
         return batch * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
-    return float(throughput.throughput(workload, [acc], batch)[0])
+    return float(throughput.throughput(workload, [acc], batch, calibration=cal)[0])
 
 
-def _decode(row: dict, model: str, rows: dict) -> float:
+def _decode(row: dict, model: str, rows: dict, cal) -> float:
     options = throughput._decode_options(row)
-    if "70b" in row["id"]:
-        options.update(layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8)
     acc = _card(row["hardware"])
     if model == "naive":
         nbytes = throughput.weight_bytes(options["weight_bits"], **{
             k: v for k, v in options.items() if k not in ("weight_bits", "context")},
             input_embedding=False)
         return float(acc.bandwidth / nbytes)
-    return float(throughput.throughput("llm-decode", [acc], 1, **options)[0])
+    return float(throughput.throughput("llm-decode", [acc], 1, calibration=cal, **options)[0])
 
 
 # --- a reader's own measurements (measurements/run.py) ----------------------------------------
@@ -233,21 +259,21 @@ def _mine_card(row: dict) -> hardware.Accelerator | None:
     return hardware.get(row["hardware"]) if row["hardware"] in hardware.names() else None
 
 
-def _mine_matmul(row: dict, model: str, rows: dict) -> float | None:
+def _mine_matmul(row: dict, model: str, rows: dict, cal) -> float | None:
     acc = _mine_card(row)
     if acc is None:
         return None
     _, _, dtype, shape = row["id"].split(".")
     m, n, k = (int(x) for x in shape.split("x"))
-    return _gemm_tflops(m, k, n, acc, acc.peak_flops(dtype), dtype, model)
+    return _gemm_tflops(m, k, n, acc, acc.peak_flops(dtype), dtype, model, cal)
 
 
-def _mine_stream(row: dict, model: str, rows: dict) -> float | None:
+def _mine_stream(row: dict, model: str, rows: dict, cal) -> float | None:
     acc = _mine_card(row)
     return None if acc is None else acc.memory_bandwidth_gbs
 
 
-def _mine_sparse(row: dict, model: str, rows: dict) -> float | None:
+def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float | None:
     acc = _mine_card(row)
     parts = row["id"].split(".")
     if acc is None or parts[-1] != "sparse" or not acc.sparse_2_4:
@@ -263,7 +289,7 @@ def _mine_sparse(row: dict, model: str, rows: dict) -> float | None:
                                                       "fp16", 1.0, SPARSE_OVERHEAD_SECONDS))
 
 
-def _mine_allreduce(row: dict, model: str, rows: dict) -> float | None:
+def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float | None:
     detail = row.get("detail") or ""
     if "link=" not in detail:
         return None
@@ -283,7 +309,10 @@ RULES = (
     Rule("stream.", "memory_hierarchy", "streaming kernel", _stream),
     Rule("dle.", "memory_hierarchy", "A100 training from V100 throughput", _dle),
     Rule("mamf.", "tensor_cores", "best-shape matmul", _mamf),
+    Rule("amdmaf.", "tensor_cores", "best-shape matmul", _mamf),
+    Rule("gemm.", "tensor_cores", "large matmul", _matmul),
     Rule("gptfast.", "low_precision", "LLM decoding, batch 1", _gptfast),
+    Rule("aodecode.", "low_precision", "LLM decoding, batch 1", _gptfast),
     Rule("sparse.llama3_8b.", "sparsity", "2:4 decoding", _sparse_decode),
     Rule("sparse.", "sparsity", "2:4 sparse GEMM or step", _sparse),
     Rule("nccl.", "parallelism", "collective", _collective),
@@ -368,7 +397,8 @@ def _rule(row_id: str) -> Rule | None:
     return None
 
 
-def rows(model: str = "book", chapter: str | None = None, measurements: str | None = None) -> list[dict]:
+def rows(model: str = "book", chapter: str | None = None, measurements: str | None = None,
+         calibration=None) -> list[dict]:
     """Every scored row: id, chapter, hardware, workload, measured, predicted, unit, rel_error, source.
 
     ``rel_error`` = predicted / measured - 1 (positive: the model predicts more than was
@@ -381,12 +411,13 @@ def rows(model: str = "book", chapter: str | None = None, measurements: str | No
         chapter = _checks.choice("chapter", chapter, CHAPTERS)
     data = dataset(measurements)
     by_id = {r["id"]: r for r in data}
+    cal = throughput._calibration(calibration)
     out = []
     for row in data:
         rule = _rule(row["id"])
         if rule is None or (chapter is not None and rule.chapter != chapter):
             continue
-        predicted = rule.predict(row, model, by_id)
+        predicted = rule.predict(row, model, by_id, cal)
         if predicted is None:
             continue
         predicted = float(predicted)
@@ -417,14 +448,6 @@ def unscored(measurements: str | None = None) -> list[dict]:
     return out
 
 
-def _stats(errors: list[float]) -> dict:
-    if not errors:
-        return {"rows": 0, "median": None, "p90": None, "within_30": None}
-    a = np.abs(np.array(errors))
-    return {"rows": int(a.size), "median": float(np.median(a)), "p90": float(np.percentile(a, 90)),
-            "within_30": float(np.mean(a <= WITHIN))}
-
-
 def summary(scored: list[dict]) -> dict:
     """Per chapter and overall: rows, median and 90th-percentile |rel_error|, share within 30%, worst three.
 
@@ -445,3 +468,154 @@ def summary(scored: list[dict]) -> dict:
 def _worst(scored: list[dict]) -> list[dict]:
     worst = sorted(scored, key=lambda r: (-abs(r["rel_error"]), r["id"]))[:3]
     return [{"id": r["id"], "rel_error": r["rel_error"]} for r in worst]
+
+
+# --- calibration that cannot overfit: leave one chip out --------------------------------------
+
+#: Share of rows within 10% of their measurement, reported beside the 30% of :data:`WITHIN`.
+WITHIN_TIGHT = 0.10
+#: Kendall's tau is reported for each workload measured on at least this many cards.
+TAU_MIN_CARDS = 6
+
+
+def _workload_key(row_id: str) -> str:
+    """A row's workload without its card: 'gptfast.llama2_7b.a100_80.bf16' -> 'gptfast.llama2_7b.bf16'."""
+    parts = row_id.split(".")
+    return ".".join(parts[:2] + parts[3:]) if len(parts) > 3 else ".".join(parts[:2])
+
+
+def _tau_workload(row_id: str) -> str:
+    return ".".join(row_id.split(".")[:2])
+
+
+def kendall_tau(x, y) -> float:
+    """Kendall's rank correlation tau-b of two equal-length sequences (ties counted as neither).
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    x = np.asarray(_checks.as_array("x", x), float).ravel()
+    y = np.asarray(_checks.as_array("y", y), float).ravel()
+    if x.size != y.size or x.size < 2:
+        raise ValueError(f"x and y must have the same length, at least 2 (got {x.size} and {y.size})")
+    dx = np.sign(x[:, None] - x[None, :])
+    dy = np.sign(y[:, None] - y[None, :])
+    upper = np.triu_indices(x.size, 1)
+    dx, dy = dx[upper], dy[upper]
+    n0 = dx.size
+    tied_x, tied_y = np.sum(dx == 0), np.sum(dy == 0)
+    denom = np.sqrt((n0 - tied_x) * (n0 - tied_y))
+    return float(np.sum(dx * dy) / denom) if denom > 0 else 0.0
+
+
+def cross_validate(chapter: str | None = None) -> list[dict]:
+    """Every scored row predicted with constants fitted without it: its chip left out, or its workload.
+
+    For a chapter whose rows span two or more dies, each row is predicted by
+    :func:`gpumodel.calibration.fit` with the row's dies left out (every row of those dies
+    withheld, and their own measured matmul share, streaming share and latency too); a row
+    that involves two chips (an A100/V100 pair) is left out with both. For a chapter whose
+    rows are all on one die, the row's workload is left out instead (every row of the same
+    workload on any card). Rows carry the keys of :func:`rows` plus ``left_out`` (what was
+    withheld) and ``cv`` ("chip" or "workload").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    if chapter is not None:
+        chapter = _checks.choice("chapter", chapter, CHAPTERS)
+    data = dataset()
+    by_id = {r["id"]: r for r in data}
+    scored = rows("book", chapter)
+    dies_of_chapter = {}
+    for r in scored:
+        dies_of_chapter.setdefault(r["chapter"], set()).update(calibration.row_dies(by_id[r["id"]]))
+    fits, out = {}, []
+    for r in scored:
+        row = by_id[r["id"]]
+        rule = _rule(r["id"])
+        if len(dies_of_chapter[r["chapter"]]) > 1:
+            mode, key = "chip", calibration.row_dies(row)
+            if key not in fits:
+                fits[key] = calibration.default(key)
+            label = "+".join(sorted(key))
+        else:
+            mode, workload = "workload", _workload_key(r["id"])
+            key = ("workload", workload)
+            if key not in fits:
+                keep = [m for m in measured.measurements() if _workload_key(m["id"]) != workload]
+                fits[key] = calibration.fit(rows=keep)
+            label = workload
+        predicted = float(rule.predict(row, "book", by_id, fits[key]))
+        out.append(dict(r, predicted=predicted, rel_error=predicted / r["measured"] - 1.0,
+                        left_out=label, cv=mode))
+    return out
+
+
+def _stats(errors: list[float]) -> dict:
+    if not errors:
+        return {"rows": 0, "median": None, "p90": None, "p10_signed": None, "p90_signed": None,
+                "within_10": None, "within_30": None}
+    e = np.array(errors, float)
+    a = np.abs(e)
+    return {"rows": int(a.size), "median": float(np.median(a)), "p90": float(np.percentile(a, 90)),
+            "p10_signed": float(np.percentile(e, 10)), "p90_signed": float(np.percentile(e, 90)),
+            "within_10": float(np.mean(a <= WITHIN_TIGHT)), "within_30": float(np.mean(a <= WITHIN))}
+
+
+def cv_summary(chapter: str | None = None) -> dict:
+    """In-sample against left-out scores, per chapter and overall, and Kendall's tau per workload.
+
+    {"chapters": {chapter: {"cv": "chip" or "workload", "in_sample": stats, "left_out": stats}},
+    "overall": {...}, "tau": {workload: {"cards", "in_sample", "left_out"}}}; stats as in
+    :func:`summary` plus ``within_10`` and the signed 10th and 90th percentiles of the
+    relative error (the error band each prediction of that chapter carries).
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    inside = rows("book", chapter)
+    left = cross_validate(chapter)
+    out = {"chapters": {}, "tau": {}}
+    for name in CHAPTERS:
+        a = [r["rel_error"] for r in inside if r["chapter"] == name]
+        b = [r for r in left if r["chapter"] == name]
+        if a:
+            out["chapters"][name] = {"cv": b[0]["cv"], "in_sample": _stats(a),
+                                     "left_out": _stats([r["rel_error"] for r in b])}
+    out["overall"] = {"in_sample": _stats([r["rel_error"] for r in inside]),
+                      "left_out": _stats([r["rel_error"] for r in left])}
+    groups = {}
+    for r_in, r_out in zip(inside, left):
+        groups.setdefault(_tau_workload(r_in["id"]), []).append((r_in, r_out))
+    for name, pairs in groups.items():
+        cards = {p[0]["hardware"] for p in pairs}
+        if len(cards) < TAU_MIN_CARDS or len(cards) != len(pairs):
+            continue
+        measured_values = [p[0]["measured"] for p in pairs]
+        out["tau"][name] = {"cards": len(pairs),
+                            "in_sample": kendall_tau([p[0]["predicted"] for p in pairs],
+                                                     measured_values),
+                            "left_out": kendall_tau([p[1]["predicted"] for p in pairs],
+                                                    measured_values)}
+    return out
+
+
+def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float, float]:
+    """The 10th and 90th percentiles of the left-out relative error of a chapter's rows (optionally
+    of the rows whose id starts with ``workload_prefix``): the band a prediction carries.
+
+    A prediction p of that rule is read as "between p / (1 + high) and p / (1 + low)".
+    Explained in :doc:`/book/choosing_a_gpu` (section "Every prediction carries its error").
+    """
+    chapter = _checks.choice("chapter", chapter, CHAPTERS)
+    errors = [r["rel_error"] for r in _cross_validated(chapter)
+              if workload_prefix is None or r["id"].startswith(workload_prefix)]
+    if not errors:
+        raise ValueError(f"no left-out rows for chapter {chapter!r} and workload_prefix "
+                         f"{workload_prefix!r}")
+    return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
+
+
+_CV_CACHE: dict = {}
+
+
+def _cross_validated(chapter: str) -> list[dict]:
+    if chapter not in _CV_CACHE:
+        _CV_CACHE[chapter] = cross_validate(chapter)
+    return _CV_CACHE[chapter]

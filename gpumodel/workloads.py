@@ -16,6 +16,11 @@ from . import _checks
 LLAMA3_8B = {"layers": 32, "d_model": 4096, "d_ff": 14336, "heads": 32, "kv_heads": 8,
              "vocab": 128256}
 
+#: Llama 3 70B (Grattafiori et al. 2024, Table 3): 80 layers, width 8192, feed-forward 28672,
+#: 64 query heads sharing 8 key/value heads, the same 128,256-token vocabulary.
+LLAMA3_70B = {"layers": 80, "d_model": 8192, "d_ff": 28672, "heads": 64, "kv_heads": 8,
+              "vocab": 128256}
+
 #: Llama 2 7B (Touvron et al. 2023; widths from the released config): all 32 heads carry
 #: keys and values, 32,000 tokens.
 LLAMA2_7B = {"layers": 32, "d_model": 4096, "d_ff": 11008, "heads": 32, "kv_heads": 32,

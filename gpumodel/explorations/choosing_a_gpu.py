@@ -5,7 +5,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, cost, hardware, measured, memory, throughput, workloads
+from .. import calibration, charts, cost, hardware, measured, memory, throughput, workloads
 from ..explore import Choice, Exploration, Slider
 from ..units import GB, GiB
 
@@ -33,13 +33,15 @@ def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8,
     ``formatted=False`` keeps the columns as numbers (share as a fraction).
     """
     table = throughput.kernels_for(workload, batch)
-    peak, bw = throughput.card_rates([accelerator])
-    ms = throughput.kernel_times(table, peak, bw)[:, 0] * 1e3
-    ge, be = throughput.GEMM_EFFICIENCY, throughput.BANDWIDTH_EFFICIENCY
-    compute = table["flops"] / (ge * peak[0])
-    memory_s = table["bytes"] / (be * bw[0])
+    engine = throughput.DEFAULT_ENGINE[workload]
+    ms = throughput.kernel_times(table, [accelerator], engine=engine)[:, 0] * 1e3
+    rates = throughput.achieved_rates([accelerator], engine=engine)
+    kinds = np.array(table["kind"])
+    compute = table["flops"] / np.where(kinds == "conv", rates["conv"][0], rates["gemm"][0])
+    memory_s = table["bytes"] / np.where(kinds == "weights", rates["weights"][0],
+                                         rates["stream"][0])
     bound = np.where(compute >= memory_s, "compute", "memory")
-    bound = np.where(np.maximum(compute, memory_s) < throughput.LAUNCH_SECONDS, "overhead", bound)
+    bound = np.where(np.maximum(compute, memory_s) < rates["floor"][0], "overhead", bound)
     intensity = np.divide(table["flops"], table["bytes"])
     frame = pd.DataFrame({"kernel": table["kernel"], "ms per step": ms,
                           "share": ms / ms.sum(), "FLOP/byte": intensity, "bound": bound})
@@ -54,8 +56,8 @@ def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8,
 
 def regime_shares(workload: str, accelerator: str, batch=None) -> dict:
     """Share of one step's time in compute-, memory- and overhead-bound kernels on one card."""
-    peak, bw = throughput.card_rates([accelerator])
-    split = throughput.time_by_regime(throughput.kernels_for(workload, batch), peak, bw)
+    split = throughput.time_by_regime(throughput.kernels_for(workload, batch), [accelerator],
+                                      engine=throughput.DEFAULT_ENGINE[workload])
     total = sum(float(v[0]) for v in split.values())
     return {k: float(v[0]) / total for k, v in split.items()}
 
@@ -101,7 +103,8 @@ def efficiency_evidence() -> dict:
 
 def ranking(workload, gemm_efficiency):
     """Every GPU's modelled throughput relative to the reference card for one workload."""
-    rows = throughput.rank(workload, accelerators=_gpus(), gemm_efficiency=gemm_efficiency)
+    cal = calibration.with_constants(gemm_share=gemm_efficiency)
+    rows = throughput.rank(workload, accelerators=_gpus(), calibration=cal)
     return {"gpu": [r["accelerator"] for r in rows],
             "relative": [r["relative_throughput"] for r in rows],
             "reference": [r["accelerator"] == throughput.REFERENCE for r in rows]}

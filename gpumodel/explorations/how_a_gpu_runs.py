@@ -69,10 +69,10 @@ SPLIT_CARDS = ("H100 SXM5", "RTX 4090")
 def regime_split(cards=SPLIT_CARDS, batches=None) -> pd.DataFrame:
     """Share of a step (%) in each regime, per workload and card, from :func:`throughput.time_by_regime`."""
     batches = BATCHES if batches is None else batches
-    peaks, bws = throughput.card_rates(list(cards))
     rows = []
     for workload, batch in batches.items():
-        split = throughput.time_by_regime(throughput.kernels_for(workload, batch), peaks, bws)
+        split = throughput.time_by_regime(throughput.kernels_for(workload, batch), list(cards),
+                                          engine=throughput.DEFAULT_ENGINE[workload])
         total = sum(split.values())
         for j, card in enumerate(cards):
             for regime in memory.REGIMES:

@@ -1,0 +1,342 @@
+"""The step model's few global constants, each fitted by a function from named measured rows.
+
+A measured row says how fast one program ran on one chip. The step model of
+:mod:`gpumodel.throughput` needs a handful of numbers that no datasheet gives (the share of
+the Tensor Core peak a large GEMM reaches, the share of the DRAM bandwidth a streaming
+kernel reaches, how many bytes a decoding kernel keeps in flight, what the host spends per
+kernel). Each is fitted here, from the rows :data:`FITTED_FROM` names, by a function that a
+reader can rerun, and never typed in. Rows are grouped by **die**, not by board name: the six
+A100 boards are one chip, and the H100 SXM5, H100 PCIe, H200 and GH200 share one die.
+:func:`fit` with ``leave_out`` withholds every row of those dies, and their own measured
+inputs (matmul share, streaming share, DRAM latency), so that ``validate --cv`` can score
+each chip with constants it did not help to fit.
+Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _checks, hardware, measured
+
+#: Boards named in the measured data that the hardware table does not list, and their die.
+DIE_ALIASES = {"A100 SXM4": "GA100", "A100 PCIe": "GA100", "A100 40GB": "GA100",
+               "A100 80GB PCIe": "GA100", "A100": "GA100", "GH200": "GH100", "H100": "GH100",
+               "V100 PCIe 16GB": "GV100", "V100": "GV100", "V100 32GB": "GV100",
+               "L40": "AD102", "A40": "GA102", "H800": "GH100"}
+#: Boards in the measured data whose dense 16-bit peak is that of a row of the table.
+PEAK_ALIASES = {"A100 SXM4": "A100 SXM4 40GB", "A100 PCIe": "A100 SXM4 40GB",
+                "GH200": "H100 SXM5"}
+#: Boards whose memory system (generation, bus width, clock) is that of a row of the table.
+MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB",
+                  "L40": "L40S"}
+
+#: Each fitted constant and the ids (prefixes) of the rows it is fitted from.
+FITTED_FROM = {
+    "gemm_share": ("mamf.",),
+    "stream_share": ("stream.",),
+    "conv_share": ("lambda.resnet50.",),
+    "llamacpp_bytes_in_flight": ("decode.",),
+    "llamacpp_host_seconds": ("decode.",),
+    "compiled_bytes_in_flight": ("gptfast.", "aodecode."),
+    "compiled_dequant_per_sm_cycle": ("gptfast.", "aodecode."),
+}
+#: What each constant means, with its unit.
+MEANING = {
+    "gemm_share": "share of the dense Tensor Core peak a large GEMM sustains (median over chips)",
+    "stream_share": "share of the DRAM bandwidth a streaming kernel reaches (median over chips)",
+    "conv_share": "share of the dense Tensor Core peak a cuDNN convolution sustains",
+    "llamacpp_bytes_in_flight": "bytes llama.cpp's matrix-vector kernels keep in flight per SM",
+    "llamacpp_host_seconds": "host seconds llama.cpp spends per kernel (graph node) it launches",
+    "compiled_bytes_in_flight": "bytes torch.compile's matrix-vector kernels keep in flight per SM",
+    "compiled_dequant_per_sm_cycle": "weights a compiled weight-only kernel unpacks per SM and cycle",
+}
+
+
+def die(hardware_name: str) -> str:
+    """The die a board is built on, from the table's architecture column or :data:`DIE_ALIASES`.
+
+    'A100 SXM4 80GB' -> 'GA100', 'GH200' -> 'GH100', 'MI300X' -> 'CDNA3'; a name the book
+    does not know is its own die.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    name = _checks.text("hardware_name", hardware_name)
+    if name in DIE_ALIASES:
+        return DIE_ALIASES[name]
+    if name not in hardware.names():
+        return name
+    arch = hardware.get(name).architecture
+    inside = re.search(r"\(([A-Z]{2}\d{3}[A-Z]?)", arch)
+    return inside.group(1) if inside else arch.split()[0]
+
+
+def row_dies(row: dict) -> frozenset:
+    """The dies one measured row involves: its own board's and, for an A100/V100 pair, the V100's."""
+    dies = {die(row["hardware"])}
+    if row["id"].startswith("dle."):
+        dies.add("GV100")
+    return frozenset(dies)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fitted global constants plus the measured per-die inputs they were fitted with.
+
+    ``gemm_shares``, ``stream_shares`` and ``latencies`` map a die to its own measured
+    matmul share, streaming share and DRAM latency (seconds); ``left_out`` lists the dies
+    withheld from all of it.
+    """
+    constants: dict
+    gemm_shares: dict = field(default_factory=dict)
+    stream_shares: dict = field(default_factory=dict)
+    latencies: dict = field(default_factory=dict)
+    left_out: frozenset = frozenset()
+    rows: int = 0
+
+    def gemm_share(self, acc) -> float:
+        """The card's measured large-GEMM share of peak if its die was measured, else the global one."""
+        return self.gemm_shares.get(die(acc.name), self.constants["gemm_share"])
+
+    def stream_share(self, acc) -> float:
+        """The card's measured streaming share of DRAM bandwidth, else the global one."""
+        return self.stream_shares.get(die(acc.name), self.constants["stream_share"])
+
+    def latency(self, acc) -> float:
+        """The card's measured DRAM latency in seconds, else the median over the measured dies."""
+        own = self.latencies.get(die(acc.name))
+        return own if own is not None else float(np.median(list(self.latencies.values())))
+
+
+def _kept(rows, leave_out) -> list:
+    return [r for r in rows if not (row_dies(r) & leave_out)]
+
+
+def _by_die(pairs) -> dict:
+    groups = {}
+    for d, value in pairs:
+        groups.setdefault(d, []).append(value)
+    return {d: float(np.mean(v)) for d, v in groups.items()}
+
+
+def gemm_shares(rows) -> dict:
+    """Per die: best measured 16-bit matmul (``mamf.*.bf16`` rows) over the table's dense peak."""
+    pairs = []
+    for r in rows:
+        if r["id"].startswith("mamf.") and r["id"].endswith((".bf16", ".fp16")):
+            acc = hardware.get(PEAK_ALIASES.get(r["hardware"], r["hardware"]))
+            pairs.append((die(r["hardware"]), r["value"] * 1e12 / acc.peak_flops("bf16")))
+    return _by_die(pairs)
+
+
+def stream_shares(rows) -> dict:
+    """Per die: measured streaming bandwidth (read, scale, triad; ``stream.*`` rows) over the datasheet's."""
+    pairs = []
+    for r in rows:
+        name = MEMORY_ALIASES.get(r["hardware"], r["hardware"])
+        if r["id"].startswith("stream.") and name in hardware.names():
+            pairs.append((die(r["hardware"]), r["value"] / hardware.get(name).memory_bandwidth_gbs))
+    return _by_die(pairs)
+
+
+def dram_latencies() -> dict:
+    """Per die: measured DRAM (global-memory) pointer-chase latency in seconds, where the clock is known.
+
+    The preferred row of each architecture where one exists, else the mean of the die's rows.
+    """
+    pairs, preferred = [], {}
+    for r in measured.latencies():
+        if r["quantity"] != "global" or r["clock_mhz"] is None or r["gpu"] == "post":
+            continue
+        d = die(r["gpu"])
+        seconds = r["cycles"] / (r["clock_mhz"] * 1e6)
+        if r["preferred"]:
+            preferred[d] = seconds
+        pairs.append((d, seconds))
+    out = _by_die(pairs)
+    out.update(preferred)
+    return out
+
+
+def _median_log_error(predicted, measured_values, axis=-1):
+    """Median |log(predicted / measured)| along ``axis`` (rows last)."""
+    return np.median(np.abs(np.log(np.asarray(predicted) / np.asarray(measured_values))), axis=axis)
+
+
+def _sweep(rates: dict, key: str, values) -> dict:
+    """``rates`` of one card repeated once per entry of ``values``, with ``key`` set to them."""
+    n = len(values)
+    out = {k: np.repeat(np.asarray(v, float)[:1], n) for k, v in rates.items()}
+    out[key] = np.asarray(values, float)
+    return out
+
+
+def _fit_decode(rows, partial: Calibration) -> tuple[float, float]:
+    """llama.cpp's bytes in flight per SM and host seconds per kernel: the pair on a grid that
+    minimizes the median |log(predicted / measured)| over the ``decode.*`` rows."""
+    from . import throughput
+    rows = [r for r in rows if r["id"].startswith("decode.")]
+    if not rows:
+        return (throughput.DEFAULT_CONSTANTS["llamacpp_bytes_in_flight"],
+                throughput.DEFAULT_CONSTANTS["llamacpp_host_seconds"])
+    qs, hosts = QUEUE_GRID, HOST_GRID
+    predicted = np.empty((len(qs), len(hosts), len(rows)))
+    for j, r in enumerate(rows):
+        acc = hardware.get(r["hardware"])
+        table = throughput.decode_row_kernels(r)
+        rates = throughput.achieved_rates([acc], "16-bit", "llama.cpp", partial)
+        weights = np.minimum(rates["stream"][0], acc.sm_count * qs / partial.latency(acc))
+        device = throughput.device_seconds(table, _sweep(rates, "weights", weights))
+        host = float(np.sum(table["launches"])) * hosts
+        predicted[:, :, j] = 1.0 / np.maximum(device[:, None], host[None, :])
+    loss = _median_log_error(predicted, np.array([r["value"] for r in rows]))
+    i, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    return float(qs[i]), float(hosts[k])
+
+
+def _fit_compiled(rows, partial: Calibration) -> float:
+    """torch.compile's bytes in flight per SM: the grid value that minimizes the median
+    |log(predicted / measured)| over the 16-bit gpt-fast rows."""
+    from . import throughput
+    from . import validate
+    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["compiled_bytes_in_flight"])
+            and r["id"].endswith(".bf16") and (r.get("gpus") or 1) == 1]
+    if not rows:
+        return throughput.DEFAULT_CONSTANTS["compiled_bytes_in_flight"]
+    predicted = []
+    for r in rows:
+        acc = hardware.get(r["hardware"])
+        table = throughput.decode_kernels(1, context=8, weight_bits=16.0,
+                                          **validate.COMPILED_MODELS[r["id"].split(".")[1]])
+        rates = throughput.achieved_rates([acc], "16-bit", "compiled", partial)
+        weights = np.minimum(rates["stream"][0], acc.sm_count * QUEUE_GRID / partial.latency(acc))
+        predicted.append(1.0 / throughput.device_seconds(table, _sweep(rates, "weights", weights)))
+    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
+    return float(QUEUE_GRID[int(np.argmin(loss))])
+
+
+def _fit_conv(rows, partial: Calibration) -> float:
+    """The convolutions' share of peak: the grid value that minimizes the median
+    |log(predicted / measured)| over the ResNet-50 training rows."""
+    from . import throughput
+    rows = [r for r in rows if r["id"].startswith("lambda.resnet50.")]
+    if not rows:
+        return throughput.DEFAULT_CONSTANTS["conv_share"]
+    predicted = []
+    for r in rows:
+        acc = hardware.get(r["hardware"])
+        batch = int(r["batch"])
+        table = throughput.cnn_train_kernels(batch)
+        rates = throughput.achieved_rates([acc], "16-bit", "eager", partial)
+        device = throughput.device_seconds(table, _sweep(rates, "conv", SHARE_GRID * rates["peak"][0]))
+        host = float(np.sum(table["launches"])) * rates["host"][0]
+        predicted.append(batch / np.maximum(device, host))
+    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
+    return float(SHARE_GRID[int(np.argmin(loss))])
+
+
+def _fit_dequant(rows, partial: Calibration) -> float:
+    """Weights unpacked per SM and cycle by compiled weight-only kernels: the grid value that
+    minimizes the median |log(predicted / measured)| over the quantized single-GPU rows."""
+    from . import throughput, validate
+    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["compiled_dequant_per_sm_cycle"])
+            and not r["id"].endswith(".bf16") and (r.get("gpus") or 1) == 1
+            and r["id"].split(".")[-1] in validate.COMPILED_BITS
+            and r["id"].split(".")[1] in validate.COMPILED_MODELS]
+    if not rows:
+        return throughput.DEFAULT_CONSTANTS["compiled_dequant_per_sm_cycle"]
+    predicted = []
+    for r in rows:
+        acc = hardware.get(r["hardware"])
+        _, name, _, fmt = r["id"].split(".")
+        table = throughput.decode_kernels(1, context=8, weight_bits=validate.COMPILED_BITS[fmt],
+                                          **validate.COMPILED_MODELS[name])
+        rates = throughput.achieved_rates([acc], "16-bit", "compiled", partial)
+        cycles = acc.sm_count * acc.boost_clock_mhz * 1e6
+        predicted.append(1.0 / throughput.device_seconds(
+            table, _sweep(rates, "dequant", cycles * DEQUANT_GRID)))
+    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
+    return float(DEQUANT_GRID[int(np.argmin(loss))])
+
+
+#: The grids the fits search: bytes in flight per SM, host seconds per kernel, shares of peak.
+QUEUE_GRID = np.geomspace(512, 65536, 113)
+HOST_GRID = np.geomspace(1e-6, 50e-6, 69)
+SHARE_GRID = np.geomspace(0.05, 1.0, 121)
+DEQUANT_GRID = np.geomspace(1.0, 64.0, 97)
+
+
+def fit(leave_out=(), rows=None) -> Calibration:
+    """Fit every constant of :data:`FITTED_FROM` from the book's measured rows, without the dies in ``leave_out``.
+
+    ``leave_out`` is a die name or a list of them (see :func:`die`); ``rows`` replaces the
+    book's measured rows (a list of measurement dicts). The matmul and streaming shares are
+    medians over dies of each die's mean measured share; the rest are grid searches that
+    minimize the median |log(predicted / measured)| of their rows, in the order of
+    :data:`FITTED_FROM`, each using the constants fitted before it.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    from . import throughput
+    if isinstance(leave_out, str):
+        leave_out = (leave_out,)
+    if not isinstance(leave_out, (list, tuple, set, frozenset)) or \
+            not all(isinstance(d, str) for d in leave_out):
+        raise ValueError(f"leave_out must be a die name or a list of them (got {leave_out!r:.60})")
+    leave_out = frozenset(leave_out)
+    data = measured.measurements() if rows is None else list(rows)
+    kept = _kept(data, leave_out)
+    gemm, stream = gemm_shares(kept), stream_shares(kept)
+    latencies = {d: s for d, s in dram_latencies().items() if d not in leave_out}
+    constants = dict(throughput.DEFAULT_CONSTANTS)
+    if gemm:
+        constants["gemm_share"] = float(np.median(list(gemm.values())))
+    if stream:
+        constants["stream_share"] = float(np.median(list(stream.values())))
+    partial = Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
+    q, host = _fit_decode(kept, partial)
+    constants.update(llamacpp_bytes_in_flight=q, llamacpp_host_seconds=host)
+    constants["compiled_bytes_in_flight"] = _fit_compiled(kept, partial)
+    partial = Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
+    constants["compiled_dequant_per_sm_cycle"] = _fit_dequant(kept, partial)
+    constants["conv_share"] = _fit_conv(kept, partial)
+    return Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(leave_out: frozenset) -> Calibration:
+    return fit(leave_out)
+
+
+def default(leave_out=()) -> Calibration:
+    """The book's calibration (every measured row), or one without the dies in ``leave_out``; cached.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    if isinstance(leave_out, str):
+        leave_out = (leave_out,)
+    return _cached(frozenset(leave_out))
+
+
+def with_constants(base: Calibration | None = None, **changes) -> Calibration:
+    """A copy of ``base`` (default: :func:`default`) with some constants set by hand, for sliders.
+
+    Setting ``gemm_share`` or ``stream_share`` applies it to every card, measured or not.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    """
+    from . import throughput
+    base = default() if base is None else base
+    if not isinstance(base, Calibration):
+        raise ValueError(f"base must be a Calibration or None (got {base!r:.60})")
+    constants = dict(base.constants)
+    for name, value in changes.items():
+        if name not in throughput.DEFAULT_CONSTANTS:
+            raise ValueError(f"{name} is not a fitted constant; choose from "
+                             f"{', '.join(throughput.DEFAULT_CONSTANTS)}")
+        low, high = (1e-3, 1.0) if name.endswith("share") else (1e-12, 1e9)
+        constants[name] = float(_checks.in_range(name, value, low, high))
+    return Calibration(constants,
+                       {} if "gemm_share" in changes else dict(base.gemm_shares),
+                       {} if "stream_share" in changes else dict(base.stream_shares),
+                       dict(base.latencies), base.left_out, base.rows)
