@@ -10,7 +10,7 @@ A100 boards are one chip, and the H100 SXM5, H100 PCIe, H200 and GH200 share one
 :func:`fit` with ``leave_out`` withholds every row of those dies, and their own measured
 inputs (matmul share, streaming share, DRAM latency), so that ``validate --cv`` can score
 each chip with constants it did not help to fit.
-Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def die(hardware_name: str) -> str:
 
     'A100 SXM4 80GB' -> 'GA100', 'GH200' -> 'GH100', 'MI300X' -> 'CDNA3'; a name the book
     does not know is its own die.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     name = _checks.text("hardware_name", hardware_name)
     if name in DIE_ALIASES:
@@ -276,7 +276,7 @@ def fit(leave_out=(), rows=None) -> Calibration:
     medians over dies of each die's mean measured share; the rest are grid searches that
     minimize the median |log(predicted / measured)| of their rows, in the order of
     :data:`FITTED_FROM`, each using the constants fitted before it.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     from . import throughput
     if isinstance(leave_out, str):
@@ -312,7 +312,7 @@ def _cached(leave_out: frozenset) -> Calibration:
 def default(leave_out=()) -> Calibration:
     """The book's calibration (every measured row), or one without the dies in ``leave_out``; cached.
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if isinstance(leave_out, str):
         leave_out = (leave_out,)
@@ -323,7 +323,7 @@ def with_constants(base: Calibration | None = None, **changes) -> Calibration:
     """A copy of ``base`` (default: :func:`default`) with some constants set by hand, for sliders.
 
     Setting ``gemm_share`` or ``stream_share`` applies it to every card, measured or not.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     from . import throughput
     base = default() if base is None else base

@@ -303,7 +303,7 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     - "dequant": weights/s a compiled weight-only kernel unpacks: SMs x boost clock x the
       fitted weights per SM and cycle (no limit for the other engines);
     - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
     engine = _engine(engine)
     cal = _calibration(calibration)
@@ -366,7 +366,7 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
 
     The columns need not be cards: the calibration sweeps one constant by giving each column
     another value of it.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
     return (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
@@ -382,7 +382,7 @@ def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str 
 
     launches x max(flops / compute rate, bytes / memory rate, floor), each rate that of the
     kernel's kind on the card (:func:`achieved_rates`).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
     compute, memory_s, floor, launches = _kernel_terms(
         kernels, _rates_for(accelerators, math, engine, calibration))
@@ -398,7 +398,7 @@ def step_parts(kernels: dict, accelerators, math: str = "16-bit", engine: str = 
 
     device = the sum of :func:`kernel_times`; host = the kernels launched x the engine's host
     seconds per kernel; the GPU runs asynchronously from the host, so step = max(host, device).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
     rates = _rates_for(accelerators, math, engine, calibration)
     compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
@@ -414,7 +414,7 @@ def step_seconds(kernels: dict, accelerators, engine: str = "eager", math: str =
                  calibration=None) -> np.ndarray:
     """Seconds of one step per card: max(host seconds, GPU seconds) of :func:`step_parts`.
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
     return step_parts(kernels, accelerators, math, engine, calibration)["step"]
 
@@ -548,7 +548,7 @@ def throughput(workload: str, accelerators=None, batch=None, math: str = "16-bit
     (:func:`card_rates`); ``engine`` how kernels are issued (default :data:`DEFAULT_ENGINE`);
     ``calibration`` the fitted constants (default: :func:`gpumodel.calibration.default`);
     ``options`` describe the workload (see :func:`kernels_for`).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
     workload = _workload(workload)
     engine = DEFAULT_ENGINE[workload] if engine is None else _engine(engine)
@@ -721,7 +721,7 @@ BAND_ROWS = {"transformer-train": "lambda.bert_large.", "cnn-train": "lambda.res
 def band(workload: str) -> tuple[float, float]:
     """The 10th and 90th percentiles of the left-out relative error of ``workload``'s measured rows.
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Every prediction carries its error").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     from . import validate
     return validate.error_band("choosing_a_gpu", BAND_ROWS[_workload(workload)])

@@ -491,7 +491,7 @@ def _tau_workload(row_id: str) -> str:
 def kendall_tau(x, y) -> float:
     """Kendall's rank correlation tau-b of two equal-length sequences (ties counted as neither).
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     x = np.asarray(_checks.as_array("x", x), float).ravel()
     y = np.asarray(_checks.as_array("y", y), float).ravel()
@@ -517,7 +517,7 @@ def cross_validate(chapter: str | None = None) -> list[dict]:
     rows are all on one die, the row's workload is left out instead (every row of the same
     workload on any card). Rows carry the keys of :func:`rows` plus ``left_out`` (what was
     withheld) and ``cv`` ("chip" or "workload").
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if chapter is not None:
         chapter = _checks.choice("chapter", chapter, CHAPTERS)
@@ -567,7 +567,7 @@ def cv_summary(chapter: str | None = None) -> dict:
     "overall": {...}, "tau": {workload: {"cards", "in_sample", "left_out"}}}; stats as in
     :func:`summary` plus ``within_10`` and the signed 10th and 90th percentiles of the
     relative error (the error band each prediction of that chapter carries).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Calibration that cannot overfit").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     inside = rows("book", chapter)
     left = cross_validate(chapter)
@@ -601,7 +601,7 @@ def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float,
     of the rows whose id starts with ``workload_prefix``): the band a prediction carries.
 
     A prediction p of that rule is read as "between p / (1 + high) and p / (1 + low)".
-    Explained in :doc:`/book/choosing_a_gpu` (section "Every prediction carries its error").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     chapter = _checks.choice("chapter", chapter, CHAPTERS)
     errors = [r["rel_error"] for r in _cross_validated(chapter)

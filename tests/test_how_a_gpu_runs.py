@@ -52,20 +52,21 @@ def test_bytes_in_flight_rejects_bad_input(kwargs, name):
 @given(batch=st.integers(1, 512), workload=st.sampled_from(throughput.WORKLOADS))
 def test_time_by_regime_adds_up_to_the_step(batch, workload):
     kernels = throughput.kernels_for(workload, batch)
-    peak, bw = throughput.card_rates(["H100 SXM5", "RTX 4090", "T4"])
-    split = throughput.time_by_regime(kernels, peak, bw)
-    total = throughput.kernel_times(kernels, peak, bw).sum(axis=0)
+    cards = ["H100 SXM5", "RTX 4090", "T4"]
+    engine = throughput.DEFAULT_ENGINE[workload]
+    split = throughput.time_by_regime(kernels, cards, engine=engine)
+    total = throughput.step_seconds(kernels, cards, engine)
     assert set(split) == set(memory.REGIMES)
     assert np.allclose(sum(split.values()), total, rtol=1e-12)
     assert all(np.all(v >= 0) for v in split.values())
 
 
 def test_bert_large_on_h100_is_mostly_memory_bound_and_decoding_has_no_compute():
-    peak, bw = throughput.card_rates(["H100 SXM5"])
-    bert = throughput.time_by_regime(throughput.kernels_for("transformer-train"), peak, bw)
+    bert = throughput.time_by_regime(throughput.kernels_for("transformer-train"), ["H100 SXM5"])
     share = bert["memory"][0] / sum(v[0] for v in bert.values())
-    assert share == pytest.approx(0.600, abs=0.001)
-    decode = throughput.time_by_regime(throughput.kernels_for("llm-decode"), peak, bw)
+    assert share == pytest.approx(0.602, abs=0.001)
+    decode = throughput.time_by_regime(throughput.kernels_for("llm-decode"), ["H100 SXM5"],
+                                       engine="llama.cpp")
     assert decode["compute"][0] == 0.0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumodel import measured, validate
+from gpumodel import calibration, measured, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = json.loads((ROOT / "tests" / "validation_recorded.json").read_text())
@@ -58,7 +58,8 @@ def test_no_prediction_uses_its_own_row():
     for r in validate.rows():
         rule = validate._rule(r["id"])
         altered = dict(by_id[r["id"]], value=by_id[r["id"]]["value"] * 3.0)
-        assert rule.predict(altered, "book", {**by_id, r["id"]: altered}) == pytest.approx(r["predicted"])
+        assert rule.predict(altered, "book", {**by_id, r["id"]: altered},
+                            calibration.default()) == pytest.approx(r["predicted"])
 
 
 # --- the scores ----------------------------------------------------------------------------------
@@ -176,3 +177,32 @@ def test_run_script_without_torch_fails_with_one_line(tmp_path):
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1
     assert "PyTorch" in out.stderr or "GPU" in out.stderr
+
+
+def test_no_left_out_median_is_worse_than_recorded():
+    summary = validate.cv_summary()
+    assert summary["overall"]["left_out"]["median"] <= RECORDED["left_out"]["overall"]
+    for chapter, median in RECORDED["left_out"]["chapters"].items():
+        assert summary["chapters"][chapter]["left_out"]["median"] <= median, chapter
+
+
+def test_leaving_a_chip_out_withholds_its_rows_and_its_own_measurements():
+    full, without = calibration.default(), calibration.default("GA100")
+    assert "GA100" in full.gemm_shares and "GA100" not in without.gemm_shares
+    assert "GA100" not in without.latencies and without.rows < full.rows
+    assert calibration.die("A100 PCIe") == calibration.die("A100 SXM4 80GB") == "GA100"
+    assert calibration.die("GH200") == calibration.die("H200 SXM") == "GH100"
+
+
+def test_kendall_tau_of_known_orders():
+    assert validate.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert validate.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    assert validate.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+
+
+def test_cv_cli_prints_in_sample_and_left_out_and_json_carries_tau():
+    out = _cli("validate", "--cv", "--json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert {"chapters", "overall", "tau"} <= set(payload["summary"])
+    assert all(r["cv"] in ("chip", "workload") for r in payload["rows"])
