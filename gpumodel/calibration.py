@@ -73,8 +73,24 @@ def die(hardware_name: str) -> str:
     return inside.group(1) if inside else arch.split()[0]
 
 
+def _check_rows(name: str, rows) -> list:
+    if not isinstance(rows, (list, tuple)) or not all(_is_row(r) for r in rows):
+        raise ValueError(f"{name} must be a list of measured rows (dicts with a str id and "
+                         f"hardware and a positive finite value), as measured.measurements() gives")
+    return list(rows)
+
+
+def _is_row(r) -> bool:
+    return (isinstance(r, dict) and isinstance(r.get("id"), str)
+            and isinstance(r.get("hardware"), str) and isinstance(r.get("value"), (int, float))
+            and not isinstance(r.get("value"), bool) and np.isfinite(r["value"]) and r["value"] > 0)
+
+
 def row_dies(row: dict) -> frozenset:
     """The dies one measured row involves: its own board's and, for an A100/V100 pair, the V100's."""
+    if not (isinstance(row, dict) and isinstance(row.get("id"), str)
+            and isinstance(row.get("hardware"), str)):
+        raise ValueError("row must be a measured row: a dict with a str id and hardware")
     dies = {die(row["hardware"])}
     if row["id"].startswith("dle."):
         dies.add("GV100")
@@ -123,6 +139,7 @@ def _by_die(pairs) -> dict:
 
 def gemm_shares(rows) -> dict:
     """Per die: best measured 16-bit matmul (``mamf.*.bf16`` rows) over the table's dense peak."""
+    rows = _check_rows("rows", rows)
     pairs = []
     for r in rows:
         if r["id"].startswith("mamf.") and r["id"].endswith((".bf16", ".fp16")):
@@ -133,6 +150,7 @@ def gemm_shares(rows) -> dict:
 
 def stream_shares(rows) -> dict:
     """Per die: measured streaming bandwidth (read, scale, triad; ``stream.*`` rows) over the datasheet's."""
+    rows = _check_rows("rows", rows)
     pairs = []
     for r in rows:
         name = MEMORY_ALIASES.get(r["hardware"], r["hardware"])
@@ -279,13 +297,8 @@ def fit(leave_out=(), rows=None) -> Calibration:
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     from . import throughput
-    if isinstance(leave_out, str):
-        leave_out = (leave_out,)
-    if not isinstance(leave_out, (list, tuple, set, frozenset)) or \
-            not all(isinstance(d, str) for d in leave_out):
-        raise ValueError(f"leave_out must be a die name or a list of them (got {leave_out!r:.60})")
-    leave_out = frozenset(leave_out)
-    data = measured.measurements() if rows is None else list(rows)
+    leave_out = _dies(leave_out)
+    data = measured.measurements() if rows is None else _check_rows("rows", rows)
     kept = _kept(data, leave_out)
     gemm, stream = gemm_shares(kept), stream_shares(kept)
     latencies = {d: s for d, s in dram_latencies().items() if d not in leave_out}
@@ -314,29 +327,32 @@ def default(leave_out=()) -> Calibration:
 
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
+    return _cached(_dies(leave_out))
+
+
+def _dies(leave_out) -> frozenset:
     if isinstance(leave_out, str):
         leave_out = (leave_out,)
-    return _cached(frozenset(leave_out))
+    if not isinstance(leave_out, (list, tuple, set, frozenset)) or \
+            not all(isinstance(d, str) for d in leave_out):
+        raise ValueError(f"leave_out must be a die name or a list of them (got {leave_out!r:.60})")
+    return frozenset(leave_out)
 
 
-def with_constants(base: Calibration | None = None, **changes) -> Calibration:
-    """A copy of ``base`` (default: :func:`default`) with some constants set by hand, for sliders.
+def with_constants(base: Calibration | None = None, gemm_share=None) -> Calibration:
+    """A copy of ``base`` (default: :func:`default`) with the large-GEMM share set by hand, for a slider.
 
-    Setting ``gemm_share`` or ``stream_share`` applies it to every card, measured or not.
+    ``gemm_share`` (0.001 to 1) then applies to every card, measured or not.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    from . import throughput
     base = default() if base is None else base
     if not isinstance(base, Calibration):
         raise ValueError(f"base must be a Calibration or None (got {base!r:.60})")
     constants = dict(base.constants)
-    for name, value in changes.items():
-        if name not in throughput.DEFAULT_CONSTANTS:
-            raise ValueError(f"{name} is not a fitted constant; choose from "
-                             f"{', '.join(throughput.DEFAULT_CONSTANTS)}")
-        low, high = (1e-3, 1.0) if name.endswith("share") else (1e-12, 1e9)
-        constants[name] = float(_checks.in_range(name, value, low, high))
-    return Calibration(constants,
-                       {} if "gemm_share" in changes else dict(base.gemm_shares),
-                       {} if "stream_share" in changes else dict(base.stream_shares),
-                       dict(base.latencies), base.left_out, base.rows)
+    shares = dict(base.gemm_shares)
+    if gemm_share is not None:
+        constants["gemm_share"] = float(_checks.in_range("gemm_share", _checks.scalar(
+            "gemm_share", gemm_share), 1e-3, 1.0))
+        shares = {}
+    return Calibration(constants, shares, dict(base.stream_shares), dict(base.latencies),
+                       base.left_out, base.rows)

@@ -368,8 +368,21 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
     another value of it.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
+    if not isinstance(rates, dict) or not set(RATE_KEYS) <= set(rates):
+        raise ValueError(f"rates must be a dict with the keys {', '.join(RATE_KEYS)}")
+    rates = {k: np.atleast_1d(_checks.positive(f"rates[{k!r}]", rates[k])).astype(float)
+             if k != "floor" and k != "host" else
+             np.atleast_1d(_checks.non_negative(f"rates[{k!r}]", rates[k])).astype(float)
+             for k in RATE_KEYS}
+    if len({v.shape for v in rates.values()}) != 1 or rates["gemm"].ndim != 1:
+        raise ValueError("rates must hold 1-D arrays of one length")
     compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
     return (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
+
+
+device_seconds = _checks.finite_result(device_seconds)
+#: The keys of :func:`achieved_rates`.
+RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant")
 
 
 def _rates_for(accelerators, math, engine, calibration) -> dict:
@@ -575,8 +588,8 @@ def decode_throughput(accelerators, batches, engine: str = "llama.cpp", calibrat
     """
     cards = _cards(accelerators)
     b = np.atleast_1d(_checks.positive_int("batches", batches)).astype(float)
-    if b.ndim != 1:
-        raise ValueError("batches must be a number or a 1-D list of them")
+    if b.ndim != 1 or np.any(b > 2.0**31):
+        raise ValueError("batches must be a number or a 1-D list of them, each at most 2**31")
     engine = _engine(engine)
     cal = _calibration(calibration)
     out = np.empty((len(cards), b.size))
@@ -640,6 +653,9 @@ def decode_row_kernels(row) -> dict:
 
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
+    if not (isinstance(row, dict) and isinstance(row.get("id"), str)
+            and isinstance(row.get("detail"), str)):
+        raise ValueError("row must be a measured decoding row: a dict with a str id and detail")
     return decode_kernels(1, **_decode_options(row))
 
 

@@ -604,6 +604,8 @@ def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float,
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     chapter = _checks.choice("chapter", chapter, CHAPTERS)
+    if workload_prefix is not None and not isinstance(workload_prefix, str):
+        raise ValueError(f"workload_prefix must be a str or None (got {workload_prefix!r:.60})")
     errors = [r["rel_error"] for r in _cross_validated(chapter)
               if workload_prefix is None or r["id"].startswith(workload_prefix)]
     if not errors:

@@ -40,7 +40,7 @@ import pkgutil
 import gpumodel
 from gpumodel import (audit, brain, cli, cost, explore, hardware, measured, memory, parallelism, precision,
                       sparsity, throughput, units, validate, workloads)
-from gpumodel import tensor_cores
+from gpumodel import calibration, tensor_cores
 from gpumodel.explorations import all_explorations
 
 #: A call slower than this (seconds) breaks the contract (e.g. padding 10 values to 2**26).
@@ -49,7 +49,8 @@ SLOW = 2.0
 MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": measured,
            "tensor_cores": tensor_cores, "precision": precision, "audit": audit, "workloads": workloads,
            "sparsity": sparsity, "parallelism": parallelism,
-           "brain": brain, "cost": cost, "throughput": throughput, "validate": validate}
+           "brain": brain, "cost": cost, "throughput": throughput, "validate": validate,
+           "calibration": calibration}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations", "student"}
