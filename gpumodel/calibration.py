@@ -191,92 +191,108 @@ def _sweep(rates: dict, key: str, values) -> dict:
     return out
 
 
+def _swept(rows, partial: Calibration, engine: str, key: str, values, table_of) -> np.ndarray:
+    """GPU seconds of each row's step (columns) at each value of one rate (rows of the result).
+
+    ``values(acc, rates)`` gives the swept rate ``key`` on the row's card, one entry per grid
+    point; ``table_of(row)`` the row's kernel table. The other rates stay those of ``partial``.
+    """
+    from . import throughput
+    out = []
+    for r in rows:
+        acc = hardware.get(r["hardware"])
+        rates = throughput.achieved_rates([acc], "16-bit", engine, partial)
+        out.append(throughput.device_seconds(table_of(r), _sweep(rates, key, values(acc, rates))))
+    return np.stack(out, axis=-1)
+
+
+def _best(grid, predicted, rows) -> float:
+    loss = _median_log_error(predicted, np.array([r["value"] for r in rows]))
+    return float(grid[int(np.argmin(loss))])
+
+
+def _in_flight(partial: Calibration):
+    """The Little's-law cap of a card's matrix-vector rate at each bytes-in-flight grid value."""
+    return lambda acc, rates: np.minimum(rates["stream"][0],
+                                         acc.sm_count * QUEUE_GRID / partial.latency(acc))
+
+
+def _compiled_rows(rows, quantized: bool) -> list:
+    from . import validate
+    out = []
+    for r in rows:
+        parts = r["id"].split(".")
+        if (r["id"].startswith(FITTED_FROM["compiled_bytes_in_flight"]) and len(parts) == 4
+                and parts[1] in validate.COMPILED_MODELS and parts[3] in validate.COMPILED_BITS
+                and (r.get("gpus") or 1) == 1 and (parts[3] != "bf16") == quantized):
+            out.append(r)
+    return out
+
+
+def _compiled_table(row) -> dict:
+    from . import throughput, validate
+    _, name, _, fmt = row["id"].split(".")
+    return throughput.decode_kernels(1, context=8, weight_bits=validate.COMPILED_BITS[fmt],
+                                     **validate.COMPILED_MODELS[name])
+
+
 def _fit_decode(rows, partial: Calibration) -> tuple[float, float]:
     """llama.cpp's bytes in flight per SM and host seconds per kernel: the pair on a grid that
     minimizes the median |log(predicted / measured)| over the ``decode.*`` rows."""
     from . import throughput
-    rows = [r for r in rows if r["id"].startswith("decode.")]
+    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["llamacpp_bytes_in_flight"])]
     if not rows:
         return (throughput.DEFAULT_CONSTANTS["llamacpp_bytes_in_flight"],
                 throughput.DEFAULT_CONSTANTS["llamacpp_host_seconds"])
-    qs, hosts = QUEUE_GRID, HOST_GRID
-    predicted = np.empty((len(qs), len(hosts), len(rows)))
-    for j, r in enumerate(rows):
-        acc = hardware.get(r["hardware"])
-        table = throughput.decode_row_kernels(r)
-        rates = throughput.achieved_rates([acc], "16-bit", "llama.cpp", partial)
-        weights = np.minimum(rates["stream"][0], acc.sm_count * qs / partial.latency(acc))
-        device = throughput.device_seconds(table, _sweep(rates, "weights", weights))
-        host = float(np.sum(table["launches"])) * hosts
-        predicted[:, :, j] = 1.0 / np.maximum(device[:, None], host[None, :])
+    device = _swept(rows, partial, "llama.cpp", "weights", _in_flight(partial),
+                    throughput.decode_row_kernels)
+    kernels = np.array([np.sum(throughput.decode_row_kernels(r)["launches"]) for r in rows])
+    host = HOST_GRID[:, None] * kernels[None, :]
+    predicted = 1.0 / np.maximum(device[:, None, :], host[None, :, :])
     loss = _median_log_error(predicted, np.array([r["value"] for r in rows]))
     i, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
-    return float(qs[i]), float(hosts[k])
+    return float(QUEUE_GRID[i]), float(HOST_GRID[k])
 
 
 def _fit_compiled(rows, partial: Calibration) -> float:
     """torch.compile's bytes in flight per SM: the grid value that minimizes the median
-    |log(predicted / measured)| over the 16-bit gpt-fast rows."""
+    |log(predicted / measured)| over the 16-bit single-GPU compiled decoding rows."""
     from . import throughput
-    from . import validate
-    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["compiled_bytes_in_flight"])
-            and r["id"].endswith(".bf16") and (r.get("gpus") or 1) == 1]
+    rows = _compiled_rows(rows, quantized=False)
     if not rows:
         return throughput.DEFAULT_CONSTANTS["compiled_bytes_in_flight"]
-    predicted = []
-    for r in rows:
-        acc = hardware.get(r["hardware"])
-        table = throughput.decode_kernels(1, context=8, weight_bits=16.0,
-                                          **validate.COMPILED_MODELS[r["id"].split(".")[1]])
-        rates = throughput.achieved_rates([acc], "16-bit", "compiled", partial)
-        weights = np.minimum(rates["stream"][0], acc.sm_count * QUEUE_GRID / partial.latency(acc))
-        predicted.append(1.0 / throughput.device_seconds(table, _sweep(rates, "weights", weights)))
-    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
-    return float(QUEUE_GRID[int(np.argmin(loss))])
-
-
-def _fit_conv(rows, partial: Calibration) -> float:
-    """The convolutions' share of peak: the grid value that minimizes the median
-    |log(predicted / measured)| over the ResNet-50 training rows."""
-    from . import throughput
-    rows = [r for r in rows if r["id"].startswith("lambda.resnet50.")]
-    if not rows:
-        return throughput.DEFAULT_CONSTANTS["conv_share"]
-    predicted = []
-    for r in rows:
-        acc = hardware.get(r["hardware"])
-        batch = int(r["batch"])
-        table = throughput.cnn_train_kernels(batch)
-        rates = throughput.achieved_rates([acc], "16-bit", "eager", partial)
-        device = throughput.device_seconds(table, _sweep(rates, "conv", SHARE_GRID * rates["peak"][0]))
-        host = float(np.sum(table["launches"])) * rates["host"][0]
-        predicted.append(batch / np.maximum(device, host))
-    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
-    return float(SHARE_GRID[int(np.argmin(loss))])
+    device = _swept(rows, partial, "compiled", "weights", _in_flight(partial), _compiled_table)
+    return _best(QUEUE_GRID, 1.0 / device, rows)
 
 
 def _fit_dequant(rows, partial: Calibration) -> float:
     """Weights unpacked per SM and cycle by compiled weight-only kernels: the grid value that
     minimizes the median |log(predicted / measured)| over the quantized single-GPU rows."""
-    from . import throughput, validate
-    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["compiled_dequant_per_sm_cycle"])
-            and not r["id"].endswith(".bf16") and (r.get("gpus") or 1) == 1
-            and r["id"].split(".")[-1] in validate.COMPILED_BITS
-            and r["id"].split(".")[1] in validate.COMPILED_MODELS]
+    from . import throughput
+    rows = _compiled_rows(rows, quantized=True)
     if not rows:
         return throughput.DEFAULT_CONSTANTS["compiled_dequant_per_sm_cycle"]
-    predicted = []
-    for r in rows:
-        acc = hardware.get(r["hardware"])
-        _, name, _, fmt = r["id"].split(".")
-        table = throughput.decode_kernels(1, context=8, weight_bits=validate.COMPILED_BITS[fmt],
-                                          **validate.COMPILED_MODELS[name])
-        rates = throughput.achieved_rates([acc], "16-bit", "compiled", partial)
-        cycles = acc.sm_count * acc.boost_clock_mhz * 1e6
-        predicted.append(1.0 / throughput.device_seconds(
-            table, _sweep(rates, "dequant", cycles * DEQUANT_GRID)))
-    loss = _median_log_error(np.stack(predicted, axis=-1), np.array([r["value"] for r in rows]))
-    return float(DEQUANT_GRID[int(np.argmin(loss))])
+    device = _swept(rows, partial, "compiled", "dequant",
+                    lambda acc, _: acc.sm_count * acc.boost_clock_mhz * 1e6 * DEQUANT_GRID,
+                    _compiled_table)
+    return _best(DEQUANT_GRID, 1.0 / device, rows)
+
+
+def _fit_conv(rows, partial: Calibration) -> float:
+    """The convolutions' share of peak: the grid value that minimizes the median
+    |log(predicted / measured)| over the ResNet-50 training rows (eager: host time counted)."""
+    from . import throughput
+    rows = [r for r in rows if r["id"].startswith(FITTED_FROM["conv_share"])]
+    if not rows:
+        return throughput.DEFAULT_CONSTANTS["conv_share"]
+
+    def table(r):
+        return throughput.cnn_train_kernels(int(r["batch"]))
+    device = _swept(rows, partial, "eager", "conv",
+                    lambda acc, rates: SHARE_GRID * rates["peak"][0], table)
+    host = np.array([np.sum(table(r)["launches"]) * throughput.EAGER_HOST_SECONDS for r in rows])
+    batch = np.array([float(r["batch"]) for r in rows])
+    return _best(SHARE_GRID, batch / np.maximum(device, host), rows)
 
 
 #: The grids the fits search: bytes in flight per SM, host seconds per kernel, shares of peak.

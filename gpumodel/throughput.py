@@ -29,6 +29,7 @@ DEFAULT_CONSTANTS = {"gemm_share": 0.8, "stream_share": 0.9, "conv_share": 0.5,
 #: GPU time of the smallest kernel, seconds: torchao's roofline model of an H100 charges 2 us
 #: per kernel for a one-element kernel measured on the GPU (not the CPU's launch cost).
 GPU_FLOOR_SECONDS = 2e-6
+#: The opening chapter's t_o: the same GPU floor, under the name its cells use.
 LAUNCH_SECONDS = GPU_FLOOR_SECONDS
 #: Host (CPU) seconds per kernel launched by eager PyTorch: framework dispatch plus the CUDA
 #: launch, within the 5-20 us that Meta's Holistic Trace Analysis documents per launch.
@@ -225,23 +226,28 @@ def decode_kernels(batch=1, context=2048, weight_bits=16.0, layers=32, d_model=4
         raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
     dh = d // a
 
+    quantized = 8 * wb < 16
+    unpacked = []
+
     def proj(name, k, n, repeats=L):
+        unpacked.append(k * n if quantized else 0.0)
         return _kernel(name, 2.0 * b * k * n, k * n * wb + 2.0 * b * (k + n), repeats, "weights")
+
+    def other(*args):
+        unpacked.append(0.0)
+        return _kernel(*args)
 
     kv_bytes = g * dh * ctx * kb
     kernels = [proj("Q projection", d, d), proj("K and V projections", d, g * dh, 2 * L),
                proj("attention output", d, d), proj("MLP gate and up", d, f, 2 * L),
                proj("MLP down", f, d),
-               _kernel("attention over the KV cache (K, then V)", 2.0 * b * a * dh * ctx,
-                       b * kv_bytes, 2 * L, "weights"),
-               _kernel("norms, rotary, cache writes, softmax, residuals", 0.0, 2.0 * b * d * 2.0,
-                       DECODE_SMALL_KERNELS * L),
-               _kernel("final norm", 0.0, 2.0 * b * d * 2.0, 2),
+               other("attention over the KV cache (K, then V)", 2.0 * b * a * dh * ctx,
+                     b * kv_bytes, 2 * L, "weights"),
+               other("norms, rotary, cache writes, softmax, residuals", 0.0, 2.0 * b * d * 2.0,
+                     DECODE_SMALL_KERNELS * L),
+               other("final norm", 0.0, 2.0 * b * d * 2.0, 2),
                proj("output projection", d, v, 1)]
-    quantized = 8 * wb < 16
-    dequantized = [f / (2.0 * b) if quantized and k == "weights" and "KV" not in name else 0.0
-                   for name, f, _, _, k in kernels]
-    return _table(kernels, dequantized)
+    return _table(kernels, unpacked)
 
 
 @_checks.finite_result
@@ -301,7 +307,7 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     - "weights": bytes/s of a matrix-vector kernel of ``engine``: the stream rate, capped by
       Little's law at SMs x (bytes the engine keeps in flight per SM) / DRAM latency;
     - "dequant": weights/s a compiled weight-only kernel unpacks: SMs x boost clock x the
-      fitted weights per SM and cycle (no limit for the other engines);
+      fitted weights per SM and cycle (1e300, no limit, for the other engines);
     - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
@@ -361,6 +367,13 @@ def _kernel_terms(kernels: dict, rates: dict):
     return compute, memory_s, floor, launches[:, None]
 
 
+def _kernel_seconds(kernels: dict, rates: dict):
+    """Per-kernel GPU seconds (kernels, columns), the index of each kernel's largest term, launches."""
+    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
+    which = np.argmax(np.stack([compute, memory_s, floor]), axis=0)
+    return launches * np.maximum(np.maximum(compute, memory_s), floor), which, launches
+
+
 def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
     """GPU seconds of a whole step for each column of ``rates`` (a dict like :func:`achieved_rates`).
 
@@ -376,17 +389,12 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
              for k in RATE_KEYS}
     if len({v.shape for v in rates.values()}) != 1 or rates["gemm"].ndim != 1:
         raise ValueError("rates must hold 1-D arrays of one length")
-    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
-    return (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
+    return _kernel_seconds(kernels, rates)[0].sum(axis=0)
 
 
 device_seconds = _checks.finite_result(device_seconds)
 #: The keys of :func:`achieved_rates`.
 RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant")
-
-
-def _rates_for(accelerators, math, engine, calibration) -> dict:
-    return achieved_rates(accelerators, math, engine, calibration)
 
 
 def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
@@ -397,9 +405,7 @@ def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str 
     kernel's kind on the card (:func:`achieved_rates`).
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
-    compute, memory_s, floor, launches = _kernel_terms(
-        kernels, _rates_for(accelerators, math, engine, calibration))
-    return launches * np.maximum(np.maximum(compute, memory_s), floor)
+    return _kernel_seconds(kernels, achieved_rates(accelerators, math, engine, calibration))[0]
 
 
 kernel_times = _checks.finite_result(kernel_times)
@@ -413,9 +419,9 @@ def step_parts(kernels: dict, accelerators, math: str = "16-bit", engine: str = 
     seconds per kernel; the GPU runs asynchronously from the host, so step = max(host, device).
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
     """
-    rates = _rates_for(accelerators, math, engine, calibration)
-    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
-    device = (launches * np.maximum(np.maximum(compute, memory_s), floor)).sum(axis=0)
+    rates = achieved_rates(accelerators, math, engine, calibration)
+    times, _, launches = _kernel_seconds(kernels, rates)
+    device = times.sum(axis=0)
     host = float(launches.sum()) * rates["host"]
     return {"device": device, "host": host, "step": np.maximum(device, host)}
 
@@ -444,10 +450,8 @@ def time_by_regime(kernels: dict, accelerators, math: str = "16-bit", engine: st
     slower than the GPU, the difference (the GPU idle, waiting for launches) is overhead too.
     Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
     """
-    rates = _rates_for(accelerators, math, engine, calibration)
-    compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
-    times = launches * np.maximum(np.maximum(compute, memory_s), floor)
-    which = np.argmax(np.stack([compute, memory_s, floor]), axis=0)
+    rates = achieved_rates(accelerators, math, engine, calibration)
+    times, which, launches = _kernel_seconds(kernels, rates)
     out = {name: np.where(which == i, times, 0.0).sum(axis=0)
            for i, name in enumerate(memory.REGIMES)}
     host = float(launches.sum()) * rates["host"]

@@ -138,8 +138,8 @@ COMPILED_BITS = {"bf16": 16.0, "int8": 8.0, "int8wo": 8.0, "int4_g32": 5.0, "int
                  "fp6": 6.0, "float8wo": 8.0, "float8dq_tensor": 8.0, "float8dq_row": 8.0}
 #: The architecture of each model named in a compiled decoding row's id.
 COMPILED_MODELS = {"llama2_7b": workloads.LLAMA2_7B, "llama3_8b": workloads.LLAMA3_8B,
-                   "llama31_8b": workloads.LLAMA3_8B, "llama2_70b": dict(
-                       workloads.LLAMA3_70B, vocab=32000), "llama31_70b": workloads.LLAMA3_70B}
+                   "llama31_8b": workloads.LLAMA3_8B, "llama2_70b": workloads.LLAMA2_70B,
+                   "llama31_70b": workloads.LLAMA3_70B}
 
 
 def _gptfast(row: dict, model: str, rows: dict, cal) -> float | None:

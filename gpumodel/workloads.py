@@ -21,6 +21,11 @@ LLAMA3_8B = {"layers": 32, "d_model": 4096, "d_ff": 14336, "heads": 32, "kv_head
 LLAMA3_70B = {"layers": 80, "d_model": 8192, "d_ff": 28672, "heads": 64, "kv_heads": 8,
               "vocab": 128256}
 
+#: Llama 2 70B (Touvron et al. 2023; widths from the released config): 80 layers, width 8192,
+#: feed-forward 28672, 64 query heads sharing 8 key/value heads, 32,000 tokens.
+LLAMA2_70B = {"layers": 80, "d_model": 8192, "d_ff": 28672, "heads": 64, "kv_heads": 8,
+              "vocab": 32000}
+
 #: Llama 2 7B (Touvron et al. 2023; widths from the released config): all 32 heads carry
 #: keys and values, 32,000 tokens.
 LLAMA2_7B = {"layers": 32, "d_model": 4096, "d_ff": 11008, "heads": 32, "kv_heads": 32,
