@@ -355,20 +355,35 @@ def _dies(leave_out) -> frozenset:
     return frozenset(leave_out)
 
 
-def with_constants(base: Calibration | None = None, gemm_share=None) -> Calibration:
-    """A copy of ``base`` (default: :func:`default`) with the large-GEMM share set by hand, for a slider.
+def with_constants(base: Calibration | None = None, share_scale=None) -> Calibration:
+    """A copy of ``base`` (default: :func:`default`) with every share of the peak scaled, for a slider.
 
-    ``gemm_share`` (0.001 to 1) then applies to every card, measured or not.
+    ``share_scale`` (0.1 to 2) multiplies the fitted and the measured large-GEMM shares and the
+    convolution share (each capped at 1); None leaves them as fitted.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     base = default() if base is None else base
     if not isinstance(base, Calibration):
         raise ValueError(f"base must be a Calibration or None (got {base!r:.60})")
+    if share_scale is None:
+        return base
+    scale = float(_checks.in_range("share_scale", _checks.scalar("share_scale", share_scale),
+                                   0.1, 2.0))
     constants = dict(base.constants)
-    shares = dict(base.gemm_shares)
-    if gemm_share is not None:
-        constants["gemm_share"] = float(_checks.in_range("gemm_share", _checks.scalar(
-            "gemm_share", gemm_share), 1e-3, 1.0))
-        shares = {}
+    for name in ("gemm_share", "conv_share"):
+        constants[name] = min(1.0, constants[name] * scale)
+    shares = {d: min(1.0, s * scale) for d, s in base.gemm_shares.items()}
     return Calibration(constants, shares, dict(base.stream_shares), dict(base.latencies),
                        base.left_out, base.rows)
+
+
+def constants_table(base: Calibration | None = None) -> list[dict]:
+    """The fitted constants of ``base`` (default: :func:`default`): name, value, meaning, fitted from.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
+    """
+    base = default() if base is None else base
+    if not isinstance(base, Calibration):
+        raise ValueError(f"base must be a Calibration or None (got {base!r:.60})")
+    return [{"constant": name, "value": base.constants[name], "meaning": MEANING[name],
+             "fitted from": ", ".join(p + "*" for p in FITTED_FROM[name])} for name in FITTED_FROM]

@@ -1,13 +1,16 @@
-"""How fast each accelerator runs three workloads: a step as a sum of roofline-timed kernels.
+"""How fast each accelerator runs three workloads: a step on the host and on the GPU.
 
 A training step or a decoding step is a list of kernels, each with its FLOP, the bytes it
-moves and how often it runs. Each kernel takes the longest of its compute time (FLOP over
-an achievable share of the dense 16-bit Tensor Core peak), its memory time (bytes over an
-achievable share of the DRAM bandwidth) and a launch overhead; kernels run one after
-another, so the step time is their sum. The same kernel list runs on every accelerator,
-so nothing is fitted per card. Work is in FLOP, traffic in bytes, rates in FLOP/s and
-bytes/s, times in seconds, throughput in samples (or tokens) per second.
-Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+moves, how often it runs and its kind (GEMM, convolution, elementwise, weight-streaming).
+On the GPU each kernel takes the longest of its compute time (FLOP over the rate of its
+kind), its memory time (bytes over the streaming rate, or for a matrix-vector kernel the
+rate its bytes in flight sustain by Little's law) and a floor of 2 us; the GPU runs them one
+after another. The host launches them asynchronously, paying its engine's time per kernel,
+so the step takes the longer of the host's sum and the GPU's sum. The rates come from the
+card's datasheet times shares fitted to measured rows (:mod:`gpumodel.calibration`), or the
+card's own measured share where its die was measured. Work is in FLOP, traffic in bytes,
+rates in FLOP/s and bytes/s, times in seconds, throughput in samples (or tokens) per second.
+Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
 """
 from __future__ import annotations
 
@@ -96,7 +99,7 @@ def transformer_train_kernels(batch, seq=384, layers=24, d_model=1024, d_ff=4096
     minimum traffic of 16-bit operands (for attention: Q, K and the scores; the probabilities,
     V and the context). Then one Adam update over all parameters. ``launches``
     counts how many times each kernel runs per step. Defaults: BERT-large on 384-token sequences.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     b = _checks.count("batch", batch)
     s, L = _checks.count("seq", seq), _checks.count("layers", layers)
@@ -155,7 +158,7 @@ def resnet50_forward_flops(image=224):
 
     2 x output pixels x C_in kh kw x C_out per convolution plus 2 x 2048 x 1000 for the classifier;
     about 8.2e9 at 224 (He et al. 2016 count 3.8e9 multiply-adds for v1, stride in the 1x1).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     image = _checks.count("image", image)
     if image < 32:
@@ -174,7 +177,7 @@ def cnn_train_kernels(batch, image=224) -> dict:
     k-long rows from the input tensor on chip, so the input is not read kh kw times), followed
     by :data:`BN_RELU_PASSES` passes over its output for batch norm and ReLU; block outputs add
     :data:`RESIDUAL_PASSES` for the residual; then the classifier and an Adam update.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     b = _checks.count("batch", batch)
     image = _checks.count("image", image)
@@ -309,7 +312,7 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     - "dequant": weights/s a compiled weight-only kernel unpacks: SMs x boost clock x the
       fitted weights per SM and cycle (1e300, no limit, for the other engines);
     - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     engine = _engine(engine)
     cal = _calibration(calibration)
@@ -403,7 +406,7 @@ def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str 
 
     launches x max(flops / compute rate, bytes / memory rate, floor), each rate that of the
     kernel's kind on the card (:func:`achieved_rates`).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     return _kernel_seconds(kernels, achieved_rates(accelerators, math, engine, calibration))[0]
 
@@ -417,7 +420,7 @@ def step_parts(kernels: dict, accelerators, math: str = "16-bit", engine: str = 
 
     device = the sum of :func:`kernel_times`; host = the kernels launched x the engine's host
     seconds per kernel; the GPU runs asynchronously from the host, so step = max(host, device).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     rates = achieved_rates(accelerators, math, engine, calibration)
     times, _, launches = _kernel_seconds(kernels, rates)
@@ -433,7 +436,7 @@ def step_seconds(kernels: dict, accelerators, engine: str = "eager", math: str =
                  calibration=None) -> np.ndarray:
     """Seconds of one step per card: max(host seconds, GPU seconds) of :func:`step_parts`.
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     return step_parts(kernels, accelerators, math, engine, calibration)["step"]
 
@@ -486,7 +489,7 @@ def kernels_for(workload: str, batch=None, **options) -> dict:
 
     ``options`` go to :func:`transformer_train_kernels`, :func:`cnn_train_kernels` or
     :func:`decode_kernels`.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     workload = _workload(workload)
     builders = {"transformer-train": (transformer_train_kernels, 32),
@@ -509,7 +512,7 @@ def card_rates(accelerators, math: str = "16-bit") -> tuple[np.ndarray, np.ndarr
 
     ``math="16-bit"``: FP16, else BF16, with FP32 accumulation (the half rate on GeForce cards).
     ``math="fp8"``: the FP8 peak where the card has one, else the 16-bit peak.
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     math = _checks.choice("math", math, MATH)
     cards = _cards(accelerators)
@@ -565,7 +568,7 @@ def throughput(workload: str, accelerators=None, batch=None, math: str = "16-bit
     (:func:`card_rates`); ``engine`` how kernels are issued (default :data:`DEFAULT_ENGINE`);
     ``calibration`` the fitted constants (default: :func:`gpumodel.calibration.default`);
     ``options`` describe the workload (see :func:`kernels_for`).
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     workload = _workload(workload)
     engine = DEFAULT_ENGINE[workload] if engine is None else _engine(engine)
@@ -610,7 +613,7 @@ def relative_throughput(workload: str, accelerators=None, reference: str = REFER
                         batch=None, **options) -> np.ndarray:
     """Each card's modelled throughput divided by the ``reference`` card's, same settings.
 
-    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step is a sum of kernels").
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     if isinstance(batch, (list, tuple, np.ndarray)):
         raise ValueError("relative_throughput takes one batch for all cards; use throughput() "

@@ -8,10 +8,10 @@ bandwidth, a link's line rate, the 2x of 2:4 sparsity), so that every improvemen
 Rows that are inputs (the dense baseline of a speed-up, the V100 side of an A100/V100 ratio)
 or that no chapter models are listed by :func:`unscored` with the reason. Some predictions
 use other measured rows as inputs (an A100 from its V100 pair, a sparse time from its dense
-time, a step's MLP share from its layer times); the chapters say so. The achievable shares of
-peak and bandwidth that the kernel-sum model of the last chapter uses (0.8, 0.9) were read
-off the microbenchmark rows that the Tensor Core and memory chapters score: one calibration
-for the whole book, never a constant per row.
+time, a step's MLP share from its layer times); the chapters say so. The step model's few
+constants are fitted to named families of rows (:mod:`gpumodel.calibration`), one
+calibration for the whole book, never a constant per row; :func:`cross_validate` refits them
+with each chip's rows left out and scores those rows.
 Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality") and in each chapter's
 "Where this model is wrong".
 """

@@ -371,7 +371,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "calibration.dram_latencies": dict(),
     "calibration.fit": dict(leave_out=["GA100"], rows=None),
     "calibration.default": dict(leave_out="GH100"),
-    "calibration.with_constants": dict(base=None, gemm_share=0.7),
+    "calibration.with_constants": dict(base=None, share_scale=0.7),
+    "calibration.constants_table": dict(base=None),
     # --- audit --------------------------------------------------------------------------------
     "audit.rounds_to": dict(value=5.208e-5, printed="5.2e-05"),
     "audit.rows": dict(),

@@ -101,9 +101,10 @@ def efficiency_evidence() -> dict:
 
 # --- the ranking, with a slider -----------------------------------------------------------------
 
-def ranking(workload, gemm_efficiency):
-    """Every GPU's modelled throughput relative to the reference card for one workload."""
-    cal = calibration.with_constants(gemm_share=gemm_efficiency)
+def ranking(workload, share_scale):
+    """Every GPU's modelled throughput relative to the reference card for one workload, with
+    every fitted and measured share of the Tensor Core peak multiplied by ``share_scale``."""
+    cal = calibration.with_constants(share_scale=share_scale)
     rows = throughput.rank(workload, accelerators=_gpus(), calibration=cal)
     return {"gpu": [r["accelerator"] for r in rows],
             "relative": [r["relative_throughput"] for r in rows],
@@ -124,11 +125,11 @@ RANKING = Exploration(
     name="gpu_ranking",
     compute=ranking,
     params=(Choice("workload", "workload", throughput.WORKLOADS, "transformer-train"),
-            Slider("gemm_efficiency", "achievable share of the Tensor Core peak", 0.4, 1.0, 0.05,
-                   0.8, grid_step=0.2)),
+            Slider("share_scale", "shares of the Tensor Core peak, x the fitted ones", 0.5,
+                   1.2, 0.05, 1.0, grid_step=0.1)),
     chart=ranking_chart,
     description="Bar chart: every GPU in the hardware table (one bar each, fastest at the top) ranked "
-                "by the kernel-sum model's throughput relative to the reference card (its bar in "
+                "by the step model's throughput relative to the reference card (its bar in "
                 "vermillion) for one workload: BERT-large training at 32 sequences of 384 tokens, "
                 "ResNet-50 training at 256 images, or Llama 3 8B decoding one 16-bit sequence.",
 )
@@ -148,7 +149,7 @@ def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFra
 
 # --- the post's method and measured reality -------------------------------------------------------
 
-PREDICTOR_LABELS = {"model": "kernel-sum model", "bandwidth": "bandwidth ratio",
+PREDICTOR_LABELS = {"model": "step model", "bandwidth": "bandwidth ratio",
                     "peak": "16-bit peak ratio"}
 
 
@@ -192,7 +193,7 @@ def validation_chart():
     scale = alt.Scale(type="log", domain=[0.2, 6])
     points = alt.Chart(data).mark_point(filled=True, size=70).encode(
         x=alt.X("measured:Q", title="measured, relative to the A100 SXM4 80GB", scale=scale),
-        y=alt.Y("predicted:Q", title="predicted (kernel-sum model)", scale=scale),
+        y=alt.Y("predicted:Q", title="predicted (step model)", scale=scale),
         color=alt.Color("workload:N"),
         shape=alt.Shape("workload:N"),
         tooltip=["workload:N", "gpu:N", alt.Tooltip("measured:Q", format=".2f"),
@@ -201,7 +202,7 @@ def validation_chart():
     return (line + points).properties(
         width=360, height=320,
         description="Scatter plot, log-log: each point is one GPU and workload, measured throughput "
-                    "relative to the A100 SXM4 80GB (x) against the kernel-sum model's prediction (y); "
+                    "relative to the A100 SXM4 80GB (x) against the step model's prediction (y); "
                     "colour and shape give the workload; points on the dashed diagonal are predicted "
                     "exactly.")
 
@@ -305,6 +306,25 @@ def decode_bound_frame() -> pd.DataFrame:
                      "bytes read (GB/s)": f"{shares[r['hardware']] * acc.bandwidth / GB:,.0f}",
                      "share of bandwidth": f"{shares[r['hardware']]:.0%}"})
     return pd.DataFrame(rows).set_index("accelerator")
+
+
+def constants_frame() -> pd.DataFrame:
+    """The step model's fitted constants, as :func:`gpumodel.calibration.constants_table` lists them."""
+    frame = pd.DataFrame(calibration.constants_table()).set_index("constant")
+    return frame.assign(value=frame["value"].map("{:.4g}".format))
+
+
+def decode_cap(accelerator: str, engine: str = "llama.cpp") -> dict:
+    """Little's law for a decoding kernel on one card: DRAM latency (ns), the rate its bytes in
+    flight sustain (GB/s), the streaming rate (GB/s), and the rate it gets as a share of the
+    datasheet bandwidth."""
+    cal = calibration.default()
+    acc = hardware.get(accelerator)
+    key = {"llama.cpp": "llamacpp_bytes_in_flight", "compiled": "compiled_bytes_in_flight"}[engine]
+    cap = acc.sm_count * cal.constants[key] / cal.latency(acc)
+    rates = throughput.achieved_rates([acc], engine=engine)
+    return {"latency_ns": cal.latency(acc) * 1e9, "cap_gbs": cap / GB,
+            "stream_gbs": rates["stream"][0] / GB, "share": rates["weights"][0] / acc.bandwidth}
 
 
 def overrating(workload: str) -> dict:

@@ -105,3 +105,25 @@ def memory_range(chapter: str, prefix: str, kind: str) -> tuple[float, float]:
     if not errors:
         raise ValueError(f"no scored {kind} row of {chapter} starts with {prefix!r}")
     return min(errors), max(errors)
+
+
+def left_out_median(chapter: str | None = None, prefix: str = "") -> float:
+    """Median |error| of the rows (of ``chapter``, ids starting with ``prefix``) predicted with
+    their chip, or their workload, left out of the fit (:func:`gpumodel.validate.cross_validate`)."""
+    errors = [abs(r["rel_error"]) for r in validate.cross_validate(chapter)
+              if r["id"].startswith(prefix)]
+    if not errors:
+        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+    return float(pd.Series(errors).median())
+
+
+def cv_frame() -> pd.DataFrame:
+    """Per chapter and overall: rows, how rows were left out, and the in-sample and left-out
+    median and 90th percentile of |error| (``python -m gpumodel validate --cv``)."""
+    summary = validate.cv_summary()
+    items = list(summary["chapters"].items()) + [("overall", dict(summary["overall"], cv="-"))]
+    return pd.DataFrame([{"chapter": name, "rows": s["in_sample"]["rows"], "left out": s["cv"],
+                          "median in sample": f"{s['in_sample']['median']:.0%}",
+                          "median left out": f"{s['left_out']['median']:.0%}",
+                          "p90 left out": f"{s['left_out']['p90']:.0%}"}
+                         for name, s in items]).set_index("chapter")
