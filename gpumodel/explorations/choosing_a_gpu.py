@@ -82,23 +82,6 @@ def l2_check_frame(batch: int = 32, cards=("V100 SXM2 16GB", "RTX 4090", "A100 S
     return pd.DataFrame(rows).set_index("accelerator")
 
 
-def efficiency_evidence() -> dict:
-    """The measured shares behind the model's achievable peak and bandwidth, as (low, high):
-    best-shape BF16 matmuls on A100 SXM and H100 SXM over their dense peaks, and STREAM-like
-    read and triad kernels on V100, A100 40GB and H100 PCIe over their datasheet bandwidths
-    (the V100 PCIe of the measurement has the V100 SXM2's 900 GB/s)."""
-    mamf = [measured.measurement(i) / hardware.get(n).bf16_tflops if hardware.get(n).bf16_tflops
-            else measured.measurement(i) / hardware.get(n).fp16_tflops
-            for i, n in (("mamf.a100_sxm.bf16", "A100 SXM4 40GB"),
-                         ("mamf.h100_sxm.bf16", "H100 SXM5"))]
-    cards = {"v100": "V100 SXM2 16GB", "a100_40": "A100 SXM4 40GB", "h100_pcie": "H100 PCIe"}
-    share = {kind: [measured.measurement(f"stream.{k}.{kind}") /
-                    hardware.get(n).memory_bandwidth_gbs for k, n in cards.items()]
-             for kind in ("read", "triad")}
-    return {"matmul": (min(mamf), max(mamf)), "read": (min(share["read"]), max(share["read"])),
-            "triad": (min(share["triad"]), max(share["triad"]))}
-
-
 # --- the ranking, with a slider -----------------------------------------------------------------
 
 def ranking(workload, share_scale):
