@@ -81,6 +81,27 @@ def identity_line(lo: float, hi: float, scale=None):
         x=alt.X("x:Q", **kwargs), y=alt.Y("x:Q", **kwargs))
 
 
+def error_band_area(lo: float, hi: float, low: float, high: float, scale=None):
+    """The grey band y = x(1 + low) to y = x(1 + high) from x = ``lo`` to ``hi``.
+
+    Layered under a predicted-against-measured chart, it shows where a prediction falls when
+    its error lies between ``low`` and ``high`` (the 10th and 90th percentiles of the left-out
+    error: :func:`gpumodel.validate.error_band`). ``scale`` is shared with the points.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    lo, hi, low, high = (float(v) for v in (lo, hi, low, high))
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0.0 < lo < hi):
+        raise ValueError(f"error_band_area needs finite 0 < lo < hi (got lo={lo!r}, hi={hi!r})")
+    if not (math.isfinite(low) and math.isfinite(high) and -1.0 < low <= high):
+        raise ValueError("error_band_area needs finite -1 < low <= high "
+                         f"(got low={low!r}, high={high!r})")
+    kwargs = {} if scale is None else {"scale": scale}
+    frame = pd.DataFrame({"x": [lo, hi], "band_low": [lo * (1 + low), hi * (1 + low)],
+                          "band_high": [lo * (1 + high), hi * (1 + high)]})
+    return alt.Chart(frame).mark_area(opacity=0.35, color=GREYS[7], clip=True).encode(
+        x=alt.X("x:Q", **kwargs), y=alt.Y("band_low:Q", **kwargs), y2="band_high:Q")
+
+
 def check_description(spec: dict) -> str:
     """The spec's top-level ``description`` (its text alternative); ValueError if it is missing or empty."""
     text = spec.get("description") if isinstance(spec, dict) else None

@@ -741,13 +741,33 @@ BAND_ROWS = {"transformer-train": "lambda.bert_large.", "cnn-train": "lambda.res
              "llm-decode": "decode."}
 
 
-def band(workload: str) -> tuple[float, float]:
-    """The 10th and 90th percentiles of the left-out relative error of ``workload``'s measured rows.
+def _relative_left_out(workload: str) -> list[float]:
+    """Left-out errors of relative throughput, (1 + e_card) / (1 + e_reference) - 1, within
+    each measured workload against its validation reference, each e predicted with its own
+    chip left out of the fit."""
+    from . import validate
+    reference = VALIDATION[workload][1]
+    groups: dict = {}
+    for r in validate.cross_validate("choosing_a_gpu"):
+        if r["id"].startswith(BAND_ROWS[workload]):
+            groups.setdefault(r["id"].rsplit(".", 1)[0], {})[r["hardware"]] = r["rel_error"]
+    return [(1 + e) / (1 + errors[reference]) - 1 for errors in groups.values()
+            if reference in errors for name, e in errors.items() if name != reference]
 
+
+def band(workload: str | None = None) -> tuple[float, float]:
+    """The 10th and 90th percentiles of the left-out error of relative throughput on
+    ``workload``'s measured rows (None: every workload's).
+
+    Each card's and the reference card's (the A100 SXM4 80GB of :data:`VALIDATION`)
+    throughput is predicted with its own chip left out of the fit (:func:`gpumodel.validate.cross_validate`), and the error of their ratio is
+    (1 + e_card) / (1 + e_reference) - 1. A relative prediction r reads as "between
+    r / (1 + high) and r / (1 + low)".
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    from . import validate
-    return validate.error_band("choosing_a_gpu", BAND_ROWS[_workload(workload)])
+    names = WORKLOADS if workload is None else (_workload(workload),)
+    errors = [e for w in names for e in _relative_left_out(w)]
+    return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
 
 
 def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=None,
@@ -755,8 +775,9 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     """Every card's modelled throughput relative to ``reference``, fastest first (ties by name).
 
     Rows: accelerator, workload, relative_throughput, band_low and band_high (the relative
-    throughput divided by 1 + the 90th and 10th percentiles of the left-out error of the
-    workload's measured rows: :func:`gpumodel.validate.error_band`), memory_gib,
+    throughput divided by 1 + the 90th and 10th percentiles of the left-out error of relative
+    throughput on the workload's measured rows: :func:`band`; the reference's own row has no
+    band), memory_gib,
     usable_memory_gib, price_usd (``prices`` overrides the table's launch price) and
     relative_per_1000_usd (relative throughput per 1,000 dollars of card; None without a price).
     Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
@@ -772,8 +793,10 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     for acc, s in zip(cards, speed):
         price = _price(acc, prices)
         rel = float(s / base)
+        same = acc.name == ref.name
         rows.append({"accelerator": acc.name, "workload": workload, "relative_throughput": rel,
-                     "band_low": rel / (1.0 + high), "band_high": rel / (1.0 + low),
+                     "band_low": rel if same else rel / (1.0 + high),
+                     "band_high": rel if same else rel / (1.0 + low),
                      "memory_gib": acc.memory_gib, "usable_memory_gib": acc.usable_memory_gib,
                      "price_usd": price,
                      "relative_per_1000_usd": None if not price else float(cost.per_dollar(rel, price))})

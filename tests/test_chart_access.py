@@ -209,3 +209,15 @@ def test_identity_line_is_the_diagonal_and_refuses_a_bad_range():
     for lo, hi in ((2.0, 0.5), (1.0, 1.0), (float("nan"), 1.0), (0.0, float("inf"))):
         with pytest.raises(ValueError, match="lo < hi"):
             charts.identity_line(lo, hi)
+
+
+def test_error_band_area_spans_the_two_errors_and_refuses_bad_ones():
+    from gpumodel import charts
+    spec = charts.error_band_area(1.0, 10.0, -0.2, 0.5).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert [r["band_low"] for r in rows] == pytest.approx([0.8, 8.0])
+    assert [r["band_high"] for r in rows] == pytest.approx([1.5, 15.0])
+    for bad in ((0.0, 1.0, 0.0, 0.1), (2.0, 1.0, 0.0, 0.1), (1.0, 2.0, -1.5, 0.1),
+                (1.0, 2.0, 0.3, 0.1), (1.0, float("inf"), 0.0, 0.1)):
+        with pytest.raises(ValueError, match="error_band_area"):
+            charts.error_band_area(*bad)

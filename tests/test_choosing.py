@@ -286,3 +286,35 @@ def test_vectorized_decode_equals_the_kernel_sum(batch, context, bits):
     fast = throughput.decode_throughput(cards, [1, batch], context=context, weight_bits=bits)
     slow = throughput.throughput("llm-decode", cards, batch, context=context, weight_bits=bits)
     assert fast[:, 1] == pytest.approx(slow, rel=1e-9)
+
+
+def test_band_is_the_left_out_error_of_the_measured_ratios():
+    from gpumodel import validate
+    left_out = {r["id"]: r for r in validate.cross_validate("choosing_a_gpu")}
+    ref = left_out["lambda.bert_large.a100_80_sxm"]["rel_error"]
+    ratios = [(1 + r["rel_error"]) / (1 + ref) - 1 for i, r in left_out.items()
+              if i.startswith("lambda.bert_large.") and i != "lambda.bert_large.a100_80_sxm"]
+    assert len(ratios) == 8
+    assert throughput.band("transformer-train") == pytest.approx(
+        (np.percentile(ratios, 10), np.percentile(ratios, 90)))
+    low, high = throughput.band()
+    assert -1 < low < 0 < high
+
+
+@pytest.mark.parametrize("workload", throughput.WORKLOADS)
+def test_rank_rows_carry_the_band_and_the_reference_has_none(workload):
+    low, high = throughput.band(workload)
+    for r in throughput.rank(workload):
+        rel = r["relative_throughput"]
+        if r["accelerator"] == throughput.REFERENCE:
+            assert r["band_low"] == r["band_high"] == rel
+        else:
+            assert r["band_low"] == pytest.approx(rel / (1 + high))
+            assert r["band_high"] == pytest.approx(rel / (1 + low))
+
+
+def test_tables_print_the_likely_range():
+    frame = C.rank_frame("cnn-train")
+    assert frame.loc["A100 SXM4 40GB", "likely range"] == "1.00-1.00"
+    assert C.validation_frame("cnn-train").loc["A100 SXM4 80GB", "likely range"] == "-"
+    assert "likely range" in C.show_value(C.value_frame()).columns

@@ -91,17 +91,25 @@ def ranking(workload, share_scale):
     rows = throughput.rank(workload, accelerators=_gpus(), calibration=cal)
     return {"gpu": [r["accelerator"] for r in rows],
             "relative": [r["relative_throughput"] for r in rows],
+            "low": [r["band_low"] for r in rows], "high": [r["band_high"] for r in rows],
             "reference": [r["accelerator"] == throughput.REFERENCE for r in rows]}
+
+
+_FASTEST_FIRST = alt.EncodingSortField("relative", order="descending")
 
 
 def ranking_chart(base):
     bars = base.mark_bar().encode(
         x=alt.X("relative:Q", title=f"throughput relative to the {throughput.REFERENCE}",
                 scale=alt.Scale(domain=[0, 6])),
-        y=alt.Y("gpu:N", title=None, sort="-x"),
+        y=alt.Y("gpu:N", title=None, sort=_FASTEST_FIRST),
         color=alt.condition("datum.reference", alt.value(charts.VERMILLION), alt.value(charts.BLUE)),
-        tooltip=["gpu:N", alt.Tooltip("relative:Q", format=".2f")])
-    return bars.properties(width=380, height=330)
+        tooltip=["gpu:N", alt.Tooltip("relative:Q", format=".2f"),
+                 alt.Tooltip("low:Q", format=".2f", title="10th percentile"),
+                 alt.Tooltip("high:Q", format=".2f", title="90th percentile")])
+    whiskers = base.mark_rule(color=charts.GREYS[1], clip=True).encode(
+        x="low:Q", x2="high:Q", y=alt.Y("gpu:N", sort=_FASTEST_FIRST))
+    return (bars + whiskers).properties(width=380, height=330)
 
 
 RANKING = Exploration(
@@ -114,15 +122,19 @@ RANKING = Exploration(
     description="Bar chart: every GPU in the hardware table (one bar each, fastest at the top) ranked "
                 "by the step model's throughput relative to the reference card (its bar in "
                 "vermillion) for one workload: BERT-large training at 32 sequences of 384 tokens, "
-                "ResNet-50 training at 256 images, or Llama 3 8B decoding one 16-bit sequence.",
+                "ResNet-50 training at 256 images, or Llama 3 8B decoding one 16-bit sequence; "
+                "a grey line across each bar spans the 10th to 90th percentile of the model's "
+                "left-out error on that workload's measured rows.",
 )
 
 
 def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFrame:
-    """The ranking as a table: relative throughput, usable memory, price and value per $1,000."""
+    """The ranking as a table: relative throughput with its 10th-90th percentile range (from
+    the left-out error), usable memory, price and value per $1,000."""
     rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
     frame = pd.DataFrame([{
         "accelerator": r["accelerator"], "relative": f"{r['relative_throughput']:.2f}",
+        "likely range": f"{r['band_low']:.2f}-{r['band_high']:.2f}",
         "memory (GiB)": f"{r['usable_memory_gib'] or r['memory_gib']:.0f}",
         "price ($)": "-" if r["price_usd"] is None else f"{r['price_usd']:,.0f}",
         "per $1,000": "-" if r["relative_per_1000_usd"] is None
@@ -137,14 +149,20 @@ PREDICTOR_LABELS = {"model": "step model", "bandwidth": "bandwidth ratio",
 
 
 def validation_frame(workload: str) -> pd.DataFrame:
-    """Measured and predicted throughput relative to the workload's reference card, per card."""
+    """Measured and predicted throughput relative to the workload's reference card, per card,
+    with the prediction's 10th-90th percentile range from the left-out error."""
     rows = throughput.validation(workload)
     rivals = {p: throughput.validation(workload, p) for p in ("bandwidth", "peak")}
+    low, high = throughput.band(workload)
+    ref = throughput.VALIDATION[workload][1]
     out = []
     for i, r in enumerate(rows):
+        model = r["predicted_relative"]
         out.append({"accelerator": r["accelerator"], "batch": r["batch"],
                     "measured": f"{r['measured_relative']:.2f}",
-                    "model": f"{r['predicted_relative']:.2f}",
+                    "model": f"{model:.2f}",
+                    "likely range": "-" if r["accelerator"] == ref else
+                    f"{model / (1 + high):.2f}-{model / (1 + low):.2f}",
                     "error": f"{r['error']:+.0%}",
                     "bandwidth ratio": f"{rivals['bandwidth'][i]['predicted_relative']:.2f}",
                     "peak ratio": f"{rivals['peak'][i]['predicted_relative']:.2f}"})
@@ -174,6 +192,8 @@ def validation_chart():
     """Predicted against measured relative throughput, log-log, with the line of perfect prediction."""
     data = validation_points()
     scale = alt.Scale(type="log", domain=[0.2, 6])
+    low, high = throughput.band()
+    band = charts.error_band_area(0.2, 6.0, low, high, scale)
     points = alt.Chart(data).mark_point(filled=True, size=70).encode(
         x=alt.X("measured:Q", title="measured, relative to the A100 SXM4 80GB", scale=scale),
         y=alt.Y("predicted:Q", title="predicted (step model)", scale=scale),
@@ -181,13 +201,15 @@ def validation_chart():
         shape=alt.Shape("workload:N"),
         tooltip=["workload:N", "gpu:N", alt.Tooltip("measured:Q", format=".2f"),
                  alt.Tooltip("predicted:Q", format=".2f"), alt.Tooltip("error:Q", format="+.0%")])
-    line = charts.identity_line(0.2, 6.0)
-    return (line + points).properties(
+    line = charts.identity_line(0.2, 6.0, scale)
+    return (band + line + points).properties(
         width=360, height=320,
         description="Scatter plot, log-log: each point is one GPU and workload, measured throughput "
                     "relative to the A100 SXM4 80GB (x) against the step model's prediction (y); "
                     "colour and shape give the workload; points on the dashed diagonal are predicted "
-                    "exactly.")
+                    f"exactly; the grey band holds errors from {low:+.0%} to {high:+.0%}, the 10th "
+                    "to 90th percentile of the error of these ratios with each chip left out of "
+                    "the fit.")
 
 
 def post_method_frame() -> pd.DataFrame:
@@ -437,21 +459,27 @@ def value_frame(workload: str = "transformer-train", years: float = 5.0,
         acc = hardware.get(r["accelerator"])
         total = cost.ownership_usd(r["price_usd"] + system_usd, acc.tdp_w, utilization, years,
                                    usd_per_kwh)
+        per = float(cost.per_dollar(r["relative_throughput"], total))
+        scale = per / r["relative_throughput"]
         rows.append({"accelerator": r["accelerator"], "relative": r["relative_throughput"],
                      "price ($)": r["price_usd"], "power (W)": acc.tdp_w,
-                     "owned cost ($)": float(total),
-                     "per $1,000 owned": float(cost.per_dollar(r["relative_throughput"], total))})
+                     "owned cost ($)": float(total), "per $1,000 owned": per,
+                     "low": r["band_low"] * scale, "high": r["band_high"] * scale})
     frame = pd.DataFrame(rows).sort_values("per $1,000 owned", ascending=False)
     return frame.set_index("accelerator")
 
 
 def show_value(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`value_frame` with its numbers formatted for printing."""
-    return frame.assign(**{"relative": frame["relative"].map("{:.2f}".format),
-                           "price ($)": frame["price ($)"].map("{:,.0f}".format),
-                           "power (W)": frame["power (W)"].map("{:.0f}".format),
-                           "owned cost ($)": frame["owned cost ($)"].map("{:,.0f}".format),
-                           "per $1,000 owned": frame["per $1,000 owned"].map("{:.3f}".format)})
+    """:func:`value_frame` with its numbers formatted for printing, the value's 10th-90th
+    percentile range in one column."""
+    likely = [f"{a:.3f}-{b:.3f}" for a, b in zip(frame["low"], frame["high"])]
+    return frame.drop(columns=["low", "high"]).assign(**{
+        "relative": frame["relative"].map("{:.2f}".format),
+        "price ($)": frame["price ($)"].map("{:,.0f}".format),
+        "power (W)": frame["power (W)"].map("{:.0f}".format),
+        "owned cost ($)": frame["owned cost ($)"].map("{:,.0f}".format),
+        "per $1,000 owned": frame["per $1,000 owned"].map("{:.3f}".format),
+        "likely range": likely})
 
 
 def value(workload, years, utilization, usd_per_kwh):

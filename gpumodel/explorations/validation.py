@@ -18,12 +18,15 @@ def points(chapter: str) -> pd.DataFrame:
 
 
 def chart(chapter: str):
-    """Predicted against measured (log-log, one panel per unit) with the line of perfect prediction."""
+    """Predicted against measured (log-log) with the line of perfect prediction and the band of
+    the 10th to 90th percentile of the left-out error (:func:`gpumodel.validate.error_band`)."""
     frame = points(chapter)
     lo = float(min(frame["measured"].min(), frame["predicted"].min())) / 1.5
     hi = float(max(frame["measured"].max(), frame["predicted"].max())) * 1.5
     scale = alt.Scale(type="log", domain=[lo, hi])
     line = charts.identity_line(lo, hi, scale)
+    low, high = validate.error_band(chapter)
+    band = charts.error_band_area(lo, hi, low, high, scale)
     dots = alt.Chart(frame).mark_point(filled=True, size=60).encode(
         x=alt.X("measured:Q", title="measured (the row's unit, log scale)", scale=scale),
         y=alt.Y("predicted:Q", title="predicted by the chapter's model", scale=scale),
@@ -31,12 +34,14 @@ def chart(chapter: str):
         shape=alt.Shape("workload:N", title=None),
         tooltip=["id:N", "hardware:N", "unit:N", alt.Tooltip("measured:Q", format=",.4g"),
                  alt.Tooltip("predicted:Q", format=",.4g"), alt.Tooltip("rel_error:Q", format="+.0%")])
-    return (line + dots).properties(
+    return (band + line + dots).properties(
         width=380, height=320,
         description=f"Scatter plot, log-log: each point is one published measurement of the {chapter} "
                     f"chapter ({len(frame)} rows), its measured value (x) against the chapter model's "
                     "prediction (y) in the row's own unit; colour and marker shape give the workload; "
-                    "points on the dashed diagonal are predicted exactly.")
+                    "points on the dashed diagonal are predicted exactly; the grey band holds "
+                    f"errors from {low:+.0%} to {high:+.0%}, the 10th to 90th percentile of the "
+                    "error with each row's chip (or workload) left out of the fit.")
 
 
 def worst_frame(chapter: str, top: int = 5) -> pd.DataFrame:
