@@ -42,7 +42,12 @@ EAGER_HOST_SECONDS = 10e-6
 #: CUDA graphs: the host replays a whole step at once, so no host time per kernel).
 ENGINES = ("eager", "llama.cpp", "compiled")
 #: Kernel kinds and the rates they run at (see :func:`achieved_rates`).
-KINDS = ("gemm", "conv", "elementwise", "weights")
+KINDS = ("gemm", "conv", "elementwise", "weights", "attention")
+#: Share of the dense 16-bit peak that FlashAttention-2, the flash kernel PyTorch's
+#: scaled_dot_product_attention ran in the measured training runs, reaches, by die: 35% on the
+#: H100 (Shah et al. 2024) and the low end of 50-73% on the A100 (Dao 2023). Elsewhere
+#: attention runs at the card's GEMM share.
+ATTENTION_SHARE = {"GH100": 0.35, "GA100": 0.50}
 
 #: BERT-large as fine-tuned on SQuAD in the measured runs: 24 layers, width 1024, feed-forward
 #: 4096, 16 heads, 384-token sequences, WordPiece vocabulary of 30,522 and 512 positions.
@@ -311,6 +316,8 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
       Little's law at SMs x (bytes the engine keeps in flight per SM) / DRAM latency;
     - "dequant": weights/s a compiled weight-only kernel unpacks: SMs x boost clock x the
       fitted weights per SM and cycle (1e300, no limit, for the other engines);
+    - "attention": FLOP/s of fused (flash) attention, :data:`ATTENTION_SHARE` x the peak where
+      sourced, never more than "gemm";
     - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
@@ -332,8 +339,11 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     per_cycle = cal.constants["compiled_dequant_per_sm_cycle"] if engine == "compiled" else np.inf
     dequant = np.array([(a.sm_count or 0) * (a.boost_clock_mhz or 0) * 1e6 * per_cycle
                         if a.sm_count and a.boost_clock_mhz else np.inf for a in cards])
-    return {"dequant": np.where(np.isfinite(dequant), dequant, 1e300),
-            "gemm": np.array([cal.gemm_share(a) for a in cards]) * peak,
+    gemm = np.array([cal.gemm_share(a) for a in cards]) * peak
+    from .calibration import die
+    attention = np.array([ATTENTION_SHARE.get(die(a.name), np.inf) for a in cards]) * peak
+    return {"dequant": np.where(np.isfinite(dequant), dequant, 1e300), "gemm": gemm,
+            "attention": np.minimum(gemm, attention),
             "conv": cal.constants["conv_share"] * peak, "stream": stream, "weights": weights,
             "floor": np.full(n, GPU_FLOOR_SECONDS), "host": np.full(n, host), "peak": peak}
 
@@ -359,6 +369,8 @@ def _kernel_terms(kernels: dict, rates: dict):
     flops, nbytes, launches, kinds = _kernel_arrays(kernels)
     compute_rate = np.where((kinds == "conv")[:, None], rates["conv"][None, :],
                             rates["gemm"][None, :])
+    compute_rate = np.where((kinds == "attention")[:, None],
+                            rates.get("attention", rates["gemm"])[None, :], compute_rate)
     memory_rate = np.where((kinds == "weights")[:, None], rates["weights"][None, :],
                            rates["stream"][None, :])
     compute = flops[:, None] / compute_rate
@@ -397,7 +409,8 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
 
 device_seconds = _checks.finite_result(device_seconds)
 #: The keys of :func:`achieved_rates`.
-RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant")
+RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant",
+             "attention")
 
 
 def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
@@ -478,6 +491,122 @@ def flop_utilization(kernels: dict, accelerators, math: str = "16-bit", engine: 
 
 
 flop_utilization = _checks.finite_result(flop_utilization)
+
+
+#: Elementwise traffic per layer and token of a Llama-style decoder, in 16-bit elements read
+#: plus written, forward, as eager PyTorch runs it (torchtitan's layers): each RMS norm casts to
+#: FP32, squares, averages, scales and casts back (10 per element, two norms); rotary embedding
+#: casts Q and K to complex FP32, multiplies and casts back (14); SwiGLU's SiLU and product
+#: (5 per hidden element); two residual adds (3 each). Compiled, each chain is one kernel that
+#: reads its inputs and writes its output once.
+LLAMA_ELEMENTWISE = {"RMS norms": ("width", 20.0, 4.0), "rotary embedding": ("qk", 14.0, 2.0),
+                     "SwiGLU": ("ffn", 5.0, 3.0), "residual adds": ("width", 6.0, 6.0)}
+#: Bytes per logit of the FP32 cross-entropy loss, forward and backward: eager (cast, log-softmax,
+#: gather, then its gradient) and compiled (one fused pass each way).
+CROSS_ENTROPY_BYTES = {False: 48.0, True: 16.0}
+#: Tokens per sequence in the measured Llama 3 8B pre-training runs (torchtitan's default).
+LLAMA_TRAIN_SEQ = 8192
+#: torchtitan's per-op selective activation checkpointing saves every other matrix product of
+#: a layer (Q, K, V, output, gate, up, down in order): K, output and up are recomputed.
+SAC_RECOMPUTED = ("K projection", "attention output", "FFN up")
+
+
+@_checks.finite_result
+def llm_train_kernels(batch, seq=LLAMA_TRAIN_SEQ, layers=32, d_model=4096, d_ff=14336, heads=32,
+                      kv_heads=8, vocab=128256, gpus=8, fused: bool = False,
+                      selective_recompute: bool = True) -> dict:
+    """One GPU's share of a mixed-precision pre-training step of a Llama-style decoder, sharded
+    over ``gpus`` (FSDP), as kernels: {"kernel", "flops", "bytes", "launches", "kind"}.
+
+    ``batch`` sequences of ``seq`` tokens per GPU. Per layer, forward: the seven weight GEMMs
+    (Q, K, V with ``kv_heads`` key/value heads, output, gate, up, down), causal flash attention
+    (one fused kernel of kind "attention": half the score matrix, reading Q, K, V and writing
+    the output once)
+    and the elementwise passes of :data:`LLAMA_ELEMENTWISE` (``fused``: as compiled);
+    backward: two GEMMs per forward GEMM, attention at 2.5 x its forward FLOP, twice the
+    elementwise traffic. ``selective_recompute`` adds the forward GEMMs of
+    :data:`SAC_RECOMPUTED` and the forward elementwise passes again. Then the output
+    projection, the FP32 cross entropy (:data:`CROSS_ENTROPY_BYTES`) and AdamW over this GPU's
+    shard of the parameters. FSDP's all-gathers and reduce-scatter are assumed hidden behind
+    the computation. Defaults: Llama 3 8B, the torchtitan runs' 8,192-token sequences.
+    Explained in :doc:`/book/choosing_a_gpu` (section "A modern case: pre-training Llama 3 8B").
+    """
+    b, s = _checks.count("batch", batch), _checks.count("seq", seq)
+    L, d = _checks.count("layers", layers), _checks.count("d_model", d_model)
+    f, a = _checks.count("d_ff", d_ff), _checks.count("heads", heads)
+    g, v = _checks.count("kv_heads", kv_heads), _checks.count("vocab", vocab)
+    n_gpus = _checks.count("gpus", gpus)
+    fused = _checks.flag("fused", fused)
+    recompute = _checks.flag("selective_recompute", selective_recompute)
+    if d % a or a % g:
+        raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
+    t, kv = b * s, g * (d // a)
+    weights = (("Q projection", d, d), ("K projection", d, kv), ("V projection", d, kv),
+               ("attention output", d, d), ("FFN gate", d, f), ("FFN up", d, f),
+               ("FFN down", f, d))
+    kernels = []
+    for name, k, n in weights:
+        forward = 2 * L if recompute and name in SAC_RECOMPUTED else L
+        kernels.append(_gemm(f"{name} (forward)", t, k, n, forward))
+        kernels.append(_gemm(f"{name} (backward, 2 GEMMs)", t, k, n, 2 * L))
+    attn = 2.0 * t * s * d
+    attn_bytes = 2.0 * t * (2 * d + 2 * kv)
+    kernels.append(_kernel("flash attention (forward)", attn, attn_bytes, L, "attention"))
+    kernels.append(_kernel("flash attention (backward)", 2.5 * attn, 2 * attn_bytes, L,
+                           "attention"))
+    sizes = {"width": d, "qk": d + kv, "ffn": f}
+    forward_passes = 2 * L if recompute else L
+    for name, (size, eager, compiled) in LLAMA_ELEMENTWISE.items():
+        nbytes = 2.0 * t * sizes[size] * (compiled if fused else eager)
+        kernels.append(_kernel(f"{name} (forward)", 0.0, nbytes, forward_passes))
+        kernels.append(_kernel(f"{name} (backward)", 0.0, BACKWARD_ELEMENTWISE * nbytes, L))
+    kernels.append(_gemm("output projection (forward)", t, d, v))
+    kernels.append(_gemm("output projection (backward, 2 GEMMs)", t, d, v, 2))
+    kernels.append(_kernel("cross entropy", 0.0, CROSS_ENTROPY_BYTES[fused] * t * v))
+    params = L * (2 * d * d + 2 * d * kv + 3 * d * f) + 2 * v * d
+    kernels.append(_kernel("AdamW update (this GPU's shard)", 0.0,
+                           ADAM_BYTES_PER_PARAM * params / n_gpus))
+    return _table(kernels)
+
+
+#: Dynamic power of CMOS logic is C V^2 f, and over a GPU's clock range the voltage rises about
+#: in proportion to the clock, so power goes as the clock cubed.
+POWER_CLOCK_EXPONENT = 3.0
+
+
+@_checks.finite_result
+def sustained_clock_share(power_limit_w, tdp_w):
+    """Share of its rated clock a chip sustains under a power limit: (limit / TDP)^(1/3), at most 1.
+
+    From P ~ C V^2 f with V ~ f (:data:`POWER_CLOCK_EXPONENT`). An upper bound: the power that
+    does not scale with the clock (memory, leakage, fans) is ignored. Tensor Core rates scale
+    with it; DRAM bandwidth does not.
+    Explained in :doc:`/book/choosing_a_gpu` (section "A modern case: pre-training Llama 3 8B").
+    """
+    limit = _checks.positive("power_limit_w", power_limit_w)
+    tdp = _checks.positive("tdp_w", tdp_w)
+    return np.minimum(1.0, (limit / tdp) ** (1.0 / POWER_CLOCK_EXPONENT))
+
+
+#: The peak columns a power limit scales (the clock sets them; the DRAM bandwidth it does not).
+PEAK_FIELDS = ("fp16_tflops", "bf16_tflops", "tf32_tflops", "fp8_tflops", "int8_tops",
+               "fp4_tflops", "fp32_tflops")
+
+
+def power_limited(accelerator, power_limit_w):
+    """The accelerator with every Tensor Core and vector peak times :func:`sustained_clock_share`
+    at ``power_limit_w``; its bandwidth and name unchanged (a card without a TDP unchanged).
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "A modern case: pre-training Llama 3 8B").
+    """
+    import dataclasses
+    acc = _cards([accelerator], "accelerator")[0]
+    watts = _checks.scalar("power_limit_w", power_limit_w)
+    if not acc.tdp_w:
+        return acc
+    share = float(sustained_clock_share(watts, acc.tdp_w))
+    return dataclasses.replace(acc, **{f: getattr(acc, f) * share for f in PEAK_FIELDS
+                                       if getattr(acc, f) is not None})
 
 
 def _workload(name) -> str:

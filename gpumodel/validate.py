@@ -18,6 +18,7 @@ Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality") and in eac
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from dataclasses import dataclass
 from typing import Callable
@@ -253,6 +254,37 @@ def _decode(row: dict, model: str, rows: dict, cal) -> float:
     return float(throughput.throughput("llm-decode", [acc], 1, calibration=cal, **options)[0])
 
 
+def _detail_field(row: dict, key: str) -> str | None:
+    for part in (row.get("detail") or "").split(";"):
+        name, _, value = part.partition("=")
+        if name.strip() == key:
+            return value.strip()
+    return None
+
+
+def _llm_train(row: dict, model: str, rows: dict, cal) -> float | None:
+    """Tokens/s per GPU of a Llama 3 8B pre-training run (torchtitan, FSDP, 16-bit)."""
+    if row["id"].startswith("torchao.") and not row["id"].endswith(".bf16"):
+        return None
+    acc = _card(row["hardware"], TRAIN_ALIASES)
+    watts = _detail_field(row, "power_limit_w")
+    if watts is not None and acc.tdp_w:
+        acc = throughput.power_limited(acc, float(watts))
+    compiled = "compile" in row["what"]
+    batch = int(row["batch"])
+    table = throughput.llm_train_kernels(batch, gpus=int(row["gpus"]), fused=compiled)
+    tokens = batch * throughput.LLAMA_TRAIN_SEQ
+    if model == "naive":
+        return tokens * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
+    engine = "compiled" if compiled else "eager"
+    return tokens / float(throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0])
+
+
+#: torchao's float8 README names its card "H100" without the variant; its 16-bit run is scored
+#: as the H100 SXM5.
+TRAIN_ALIASES = {"H100": "H100 SXM5"}
+
+
 # --- a reader's own measurements (measurements/run.py) ----------------------------------------
 
 def _mine_card(row: dict) -> hardware.Accelerator | None:
@@ -319,6 +351,8 @@ RULES = (
     Rule("torchdist.", "parallelism", "collective", _collective),
     Rule("lambda.", "choosing_a_gpu", "training throughput", _lambda),
     Rule("decode.", "choosing_a_gpu", "LLM decoding, batch 1", _decode),
+    Rule("train.", "choosing_a_gpu", "LLM pre-training", _llm_train),
+    Rule("torchao.llama3_8b.", "choosing_a_gpu", "LLM pre-training", _llm_train),
     Rule("mine.matmul.", "memory_hierarchy", "torch matmul", _mine_matmul),
     Rule("mine.stream.", "memory_hierarchy", "copy kernel", _mine_stream),
     Rule("mine.sparse.", "sparsity", "2:4 sparse matmul", _mine_sparse),
@@ -327,6 +361,8 @@ RULES = (
 
 UNSCORED_REASONS = {
     "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
+    "torchao.llama3_8b.": "an 8-bit pre-training run: the step model has no FP8 training path "
+                          "(scaling casts, mixed BF16 and FP8 GEMMs)",
     "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
     "power.": "a measurement the chapter shows, not a model's output",
     "dle.": "the V100 side of an A100/V100 pair: the input the A100 row is predicted from",

@@ -318,3 +318,48 @@ def test_tables_print_the_likely_range():
     assert frame.loc["A100 SXM4 40GB", "likely range"] == "1.00-1.00"
     assert C.validation_frame("cnn-train").loc["A100 SXM4 80GB", "likely range"] == "-"
     assert "likely range" in C.show_value(C.value_frame()).columns
+
+
+def test_llama3_8b_step_counts_six_flop_per_weight_attention_and_recompute():
+    table = throughput.llm_train_kernels(2, fused=True, selective_recompute=False)
+    tokens = 2 * throughput.LLAMA_TRAIN_SEQ
+    gemm = sum(f * n for f, n, k in zip(table["flops"], table["launches"], table["kind"])
+               if k == "gemm")
+    norms = (2 * 32 + 1) * 4096
+    linear = workloads.transformer_params(**workloads.LLAMA3_8B, input_embedding=False) - norms
+    assert gemm == pytest.approx(6 * linear * tokens, rel=1e-12)
+    attention = sum(f * n for f, n, k in zip(table["flops"], table["launches"],
+                                              table["kind"]) if k == "attention")
+    assert attention == pytest.approx(3.5 * 2 * tokens * 8192 * 4096 * 32)
+    again = throughput.llm_train_kernels(2, fused=True)
+    extra = again["flops"] @ again["launches"] - table["flops"] @ table["launches"]
+    recomputed = 2 * tokens * 32 * 4096 * (1024 + 4096 + 14336)
+    assert extra == pytest.approx(recomputed)
+
+
+@given(st.floats(1.0, 2000.0), st.floats(1.0, 2000.0))
+def test_sustained_clock_share_is_the_cube_root_and_never_above_one(limit, tdp):
+    share = float(throughput.sustained_clock_share(limit, tdp))
+    assert 0 < share <= 1
+    assert share == pytest.approx(min(1.0, (limit / tdp) ** (1 / 3)))
+
+
+def test_power_limit_scales_the_peaks_not_the_bandwidth():
+    full, capped = hardware.get("H100 SXM5"), throughput.power_limited("H100 SXM5", 500)
+    assert capped.peak_flops("bf16") / full.peak_flops("bf16") == pytest.approx(
+        (500 / 700) ** (1 / 3))
+    assert capped.bandwidth == full.bandwidth and capped.name == full.name
+    assert throughput.power_limited("H100 SXM5", 900).peak_flops("bf16") == \
+        full.peak_flops("bf16")
+
+
+def test_flash_attention_runs_at_its_sourced_share_on_the_h100():
+    rates = throughput.achieved_rates(["H100 SXM5", "RTX 4090"])
+    assert rates["attention"][0] == pytest.approx(0.35 * rates["peak"][0])
+    assert rates["attention"][1] == rates["gemm"][1]
+
+
+def test_every_llama_pretraining_row_is_scored_and_overrated():
+    rows = C.llm_train_rows()
+    assert len(rows) == 7
+    assert all(r["rel_error"] > 0 for r in rows)

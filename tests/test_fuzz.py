@@ -330,6 +330,11 @@ REGISTRY: dict[str, dict | Entry] = {
     "throughput.decode_row_kernels": dict(row={"id": "decode.llama3_8b_q4.x", "detail":
                                                "params=8030000000; file_bytes=4917737554; context=256"}),
     "throughput.band": dict(workload="cnn-train"),
+    "throughput.llm_train_kernels": dict(batch=2, seq=256, layers=2, d_model=256, d_ff=512,
+                                         heads=4, kv_heads=2, vocab=1000, gpus=8, fused=True,
+                                         selective_recompute=True),
+    "throughput.sustained_clock_share": dict(power_limit_w=500.0, tdp_w=700.0),
+    "throughput.power_limited": dict(accelerator="H100 SXM5", power_limit_w=500.0),
     "throughput.kernels_for": dict(workload="llm-decode", batch=2),
     "throughput.card_rates": dict(accelerators=["H100 SXM5", "TPU v4"], math="fp8"),
     "throughput.throughput": dict(workload="llm-decode", accelerators=["RTX 4090", "H100 SXM5"], batch=[1, 4],

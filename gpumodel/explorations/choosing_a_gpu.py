@@ -5,7 +5,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import calibration, charts, cost, hardware, measured, memory, throughput, workloads
+from .. import (calibration, charts, cost, hardware, measured, memory, throughput, validate,
+               workloads)
 from ..explore import Choice, Exploration, Slider
 from ..units import GB, GiB
 
@@ -570,3 +571,29 @@ def breakeven_frame(hourly_rates=(1.0, 2.14, 4.0)) -> pd.DataFrame:
 
 
 EXPLORATIONS = [RANKING, DECODE, CLOUD, VALUE]
+
+
+# --- a modern case: Llama 3 8B pre-training ----------------------------------------------------
+
+def llm_train_rows() -> list[dict]:
+    """The scored Llama 3 8B pre-training rows: id, hardware, measured, predicted, rel_error."""
+    return [r for r in validate.rows(chapter="choosing_a_gpu")
+            if r["workload"] == "LLM pre-training"]
+
+
+def llm_train_frame() -> pd.DataFrame:
+    """Measured and modelled tokens/s per GPU of the Llama 3 8B pre-training runs, with the
+    share of the dense 16-bit peak each reaches (model FLOP: 6 x parameters x tokens)."""
+    params = workloads.transformer_params(**workloads.LLAMA3_8B)
+    out = []
+    for r in llm_train_rows():
+        row = next(m for m in measured.measurements(r["id"]) if m["id"] == r["id"])
+        acc = hardware.get(validate.TRAIN_ALIASES.get(r["hardware"], r["hardware"]))
+        engine = "torch.compile" if "compile" in row["what"] else "eager"
+        mfu = 6 * params * r["measured"] / acc.peak_flops("bf16")
+        out.append({"run": r["id"], "card": acc.name, "GPUs": int(row["gpus"]),
+                    "batch": int(row["batch"]), "engine": engine,
+                    "measured (tokens/s)": f"{r['measured']:,.0f}",
+                    "model (tokens/s)": f"{r['predicted']:,.0f}",
+                    "error": f"{r['rel_error']:+.0%}", "MFU (6N)": f"{mfu:.0%}"})
+    return pd.DataFrame(out).set_index("run")
