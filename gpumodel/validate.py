@@ -37,10 +37,10 @@ COLUMNS = ("id", "chapter", "hardware", "workload", "measured", "predicted", "un
 WITHIN = 0.30
 
 #: Boards measured in the data that share their Tensor Core peak with a row of the table
-#: (GH200's GPU has the H100 SXM5's peak; NVIDIA lists both A100 40GB boards at 312 TFLOPS).
+#: (``data/hardware_aliases.csv``, column ``peak_as``, with the reason for each).
 PEAK_ALIASES = calibration.PEAK_ALIASES
-#: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table:
-#: the V100 PCIe and SXM2 16GB both have 900 GB/s, the A100 40GB boards 1555 GB/s.
+#: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table
+#: (``data/hardware_aliases.csv``, column ``memory_as``, with the reason for each).
 MEMORY_ALIASES = calibration.MEMORY_ALIASES
 #: The NVLink generation of each collective's hardware.
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
@@ -330,7 +330,8 @@ UNSCORED_REASONS = {
     "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
     "power.": "a measurement the chapter shows, not a model's output",
     "dle.": "the V100 side of an A100/V100 pair: the input the A100 row is predicted from",
-    "stream.": "measured on a board the hardware table does not hold (A100 80GB PCIe, A40, GH200)",
+    "stream.": "measured on a board whose bandwidth no row of the table has (an A100 80GB of unstated "
+               "form factor, A40, GH200; see data/hardware_aliases.csv)",
     "sparse.bert_base.": "the dense baseline ran FP32 weights under autocast, the sparse model FP16: "
                          "the sparsity chapter shows the pair is not comparable",
     "sparse.sam_vith.": "an inference throughput the sparsity chapter quotes without a model",
