@@ -22,17 +22,15 @@ import numpy as np
 
 from . import _checks, hardware, measured
 
-#: Boards named in the measured data that the hardware table does not list, and their die.
-DIE_ALIASES = {"A100 SXM4": "GA100", "A100 PCIe": "GA100", "A100 40GB": "GA100",
-               "A100 80GB PCIe": "GA100", "A100": "GA100", "GH200": "GH100", "H100": "GH100",
-               "V100 PCIe 16GB": "GV100", "V100": "GV100", "V100 32GB": "GV100",
-               "L40": "AD102", "A40": "GA102", "H800": "GH100"}
-#: Boards in the measured data whose dense 16-bit peak is that of a row of the table.
-PEAK_ALIASES = {"A100 SXM4": "A100 SXM4 40GB", "A100 PCIe": "A100 SXM4 40GB",
-                "GH200": "H100 SXM5"}
-#: Boards whose memory system (generation, bus width, clock) is that of a row of the table.
-MEMORY_ALIASES = {"V100 PCIe 16GB": "V100 SXM2 16GB", "A100 40GB": "A100 SXM4 40GB",
-                  "L40": "L40S"}
+#: Boards named in the measured data that the hardware table does not list, and their die:
+#: the ``die`` column of ``data/hardware_aliases.csv`` (one table, each alias with its reason).
+DIE_ALIASES = {a.name: a.die for a in hardware.aliases().values()}
+#: Boards in the measured data whose dense 16-bit peak is that of a row of the table
+#: (the alias table's ``peak_as`` column).
+PEAK_ALIASES = {a.name: a.peak_as for a in hardware.aliases().values() if a.peak_as}
+#: Boards whose memory system (generation, bus width, clock) is that of a row of the table
+#: (the alias table's ``memory_as`` column).
+MEMORY_ALIASES = {a.name: a.memory_as for a in hardware.aliases().values() if a.memory_as}
 
 #: Each fitted constant and the ids (prefixes) of the rows it is fitted from.
 FITTED_FROM = {
@@ -273,7 +271,7 @@ def _fit_dequant(rows, partial: Calibration) -> float:
     if not rows:
         return throughput.DEFAULT_CONSTANTS["compiled_dequant_per_sm_cycle"]
     device = _swept(rows, partial, "compiled", "dequant",
-                    lambda acc, _: acc.sm_count * acc.boost_clock_mhz * 1e6 * DEQUANT_GRID,
+                    lambda acc, _: acc.sm_count * acc.peak_clock_mhz * 1e6 * DEQUANT_GRID,
                     _compiled_table)
     return _best(DEQUANT_GRID, 1.0 / device, rows)
 

@@ -10,9 +10,22 @@ for each kind of quantity, stated here once:
   (less than the physical capacity: ECC, firmware and driver reservations).
 * **rates are decimal.** Bandwidth in GB/s (1e9 bytes/s) and throughput in TFLOPS (1e12).
 
+``memory_basis`` says what ``memory_gib`` is: ``physical`` (the DRAM the GPU addresses, in
+GiB) or ``vendor`` (the vendor's stated figure, copied as published: the H200's 141, below
+the HBM3e it carries, and Google's TPU figures, whose physical capacity is not published).
+
 Tensor throughputs are **dense**; the 2:4-sparse peak is derived (x2) only for parts that
-support it. ``tdp_w`` is the rated board power (TDP); ``measured_max_power_w`` is a
+support it. ``peak_clock_mhz`` is the SM clock at which the vendor quotes those peaks (on
+Hopper below the maximum clock); ``max_clock_mhz`` is the maximum SM clock (device queries'
+"GPU Max Clock rate"). ``l1_shared_per_sm_kib`` is the combined L1 data cache and shared
+memory of one SM (on AMD the vector L1 plus the LDS, two separate arrays);
+``max_shared_per_sm_kib`` is the most of it a kernel can use as shared memory (LDS on AMD).
+``tdp_w`` is the rated board power (TDP); ``measured_max_power_w`` is a
 measured maximum, kept apart because the two are not comparable.
+
+Boards that measured rows name but the table does not hold (an "A100 PCIe", a "GH200") are
+listed once in ``data/hardware_aliases.csv`` with their die, the row (if any) whose peak or
+bandwidth stands in for theirs, and the reason: :func:`aliases`.
 Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
 """
 from __future__ import annotations
@@ -27,9 +40,10 @@ from .units import GB, GiB, KiB, MiB, TFLOPS
 
 TENSOR_COLUMNS = {"fp16": "fp16_tflops", "bf16": "bf16_tflops", "tf32": "tf32_tflops",
                   "fp8": "fp8_tflops", "int8": "int8_tops", "fp4": "fp4_tflops"}
-_REQUIRED = ("name", "vendor", "kind", "architecture", "year", "memory_gib",
+_REQUIRED = ("name", "vendor", "kind", "architecture", "year", "memory_gib", "memory_basis",
              "memory_bandwidth_gbs", "source")
 _FLAGS = ("sparse_2_4", "geforce_half_rate")
+MEMORY_BASES = ("physical", "vendor")
 
 
 @dataclass(frozen=True)
@@ -41,13 +55,16 @@ class Accelerator:
     architecture: str
     year: int
     memory_gib: float
+    memory_basis: str
     usable_memory_gib: float | None
     memory_bandwidth_gbs: float
     sm_count: int | None
     warps_per_sm: int | None
     tensor_cores_per_sm: int | None
-    boost_clock_mhz: float | None
-    shared_mem_per_sm_kib: float | None
+    peak_clock_mhz: float | None
+    max_clock_mhz: float | None
+    l1_shared_per_sm_kib: float | None
+    max_shared_per_sm_kib: float | None
     l2_cache_mib: float | None
     fp16_tflops: float | None
     bf16_tflops: float | None
@@ -65,7 +82,8 @@ class Accelerator:
 
     @property
     def memory_bytes(self) -> float:
-        """Physical memory capacity in bytes (a part sold as "80 GB" holds 80 GiB)."""
+        """Memory capacity in bytes (a part sold as "80 GB" holds 80 GiB): the physical DRAM, or the
+        vendor's figure where ``memory_basis`` is "vendor"."""
         return self.memory_gib * GiB
 
     @property
@@ -88,9 +106,14 @@ class Accelerator:
         return None if self.l2_cache_mib is None else self.l2_cache_mib * MiB
 
     @property
-    def shared_bytes_per_sm(self) -> float | None:
-        """Combined L1/shared memory per SM in bytes."""
-        return None if self.shared_mem_per_sm_kib is None else self.shared_mem_per_sm_kib * KiB
+    def l1_shared_bytes_per_sm(self) -> float | None:
+        """Combined L1 data cache and shared memory per SM in bytes (None if not applicable)."""
+        return None if self.l1_shared_per_sm_kib is None else self.l1_shared_per_sm_kib * KiB
+
+    @property
+    def max_shared_bytes_per_sm(self) -> float | None:
+        """The most shared memory (LDS on AMD) one SM can give its blocks, in bytes."""
+        return None if self.max_shared_per_sm_kib is None else self.max_shared_per_sm_kib * KiB
 
     def peak_flops(self, dtype: str = "fp16", sparse: bool = False, accumulate: str = "fp32") -> float:
         """Dense tensor peak in FLOP/s (OP/s for int8) for ``dtype``; x2 if ``sparse`` and 2:4 is supported.
@@ -148,10 +171,18 @@ def _parse(row: dict, line: int) -> Accelerator:
         else:
             number = _positive_number(where, raw)
             kwargs[f.name] = int(number) if f.type.startswith("int") else number
+    if kwargs["memory_basis"] not in MEMORY_BASES:
+        raise ValueError(f"accelerators.csv line {line}, column memory_basis: must be one of "
+                         f"{', '.join(MEMORY_BASES)} (got {kwargs['memory_basis']!r})")
+    for small, large in (("max_shared_per_sm_kib", "l1_shared_per_sm_kib"),
+                         ("peak_clock_mhz", "max_clock_mhz")):
+        if None not in (kwargs[small], kwargs[large]) and kwargs[small] > kwargs[large]:
+            raise ValueError(f"accelerators.csv line {line}, column {small}: {kwargs[small]:g} "
+                             f"exceeds {large} {kwargs[large]:g}")
     usable = kwargs["usable_memory_gib"]
     if usable is not None and usable > kwargs["memory_gib"]:
         raise ValueError(f"accelerators.csv line {line}, column usable_memory_gib: "
-                         f"{usable:g} exceeds the physical memory_gib {kwargs['memory_gib']:g}")
+                         f"{usable:g} exceeds memory_gib {kwargs['memory_gib']:g}")
     if kwargs["kind"] not in ("gpu", "tpu"):
         raise ValueError(f"accelerators.csv line {line}: kind must be 'gpu' or 'tpu'")
     return Accelerator(**kwargs)
@@ -270,3 +301,58 @@ def get_cpu(name: str) -> CPU:
 def records() -> list[dict]:
     """The table as a list of dicts (published units), e.g. for ``pandas.DataFrame``."""
     return [{f.name: getattr(a, f.name) for f in fields(Accelerator)} for a in accelerators()]
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A board that measured rows name but the hardware table does not hold (``data/hardware_aliases.csv``).
+
+    ``die`` is the chip it is built on; ``peak_as`` and ``memory_as`` name the table row whose
+    dense Tensor Core peak, or whose DRAM bandwidth, is also this board's (None where none is);
+    ``reason`` says why, and ``source`` cites it.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    name: str
+    die: str
+    peak_as: str | None
+    memory_as: str | None
+    reason: str
+    source: str
+
+
+@functools.lru_cache(maxsize=None)
+def _load_aliases() -> dict[str, Alias]:
+    text = resources.files("gpumodel").joinpath("data/hardware_aliases.csv").read_text()
+    table: dict[str, Alias] = {}
+    known = set(names())
+    for line, row in enumerate(csv.DictReader(text.splitlines()), start=2):
+        values = {f.name: (row.get(f.name) or "").strip() for f in fields(Alias)}
+        where = f"hardware_aliases.csv line {line}"
+        for column in ("name", "die", "reason", "source"):
+            if not values[column]:
+                raise ValueError(f"{where}, column {column}: required value is empty")
+        if values["name"] in known or values["name"] in table:
+            raise ValueError(f"{where}: {values['name']!r} is already a hardware row or alias")
+        for column in ("peak_as", "memory_as"):
+            if values[column] and values[column] not in known:
+                raise ValueError(f"{where}, column {column}: {values[column]!r} is not a hardware row")
+            values[column] = values[column] or None
+        table[values["name"]] = Alias(**values)
+    return table
+
+
+def aliases() -> dict[str, Alias]:
+    """Every alias of ``data/hardware_aliases.csv``, by the name measured rows use.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    return dict(_load_aliases())
+
+
+def joins(name: str) -> bool:
+    """Whether ``name`` is a row of the hardware table or one of its :func:`aliases`.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    name = _checks.text("name", name)
+    return name in _load() or name in _load_aliases()

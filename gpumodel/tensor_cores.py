@@ -284,7 +284,7 @@ def derived_vs_published(accelerators=None) -> list[dict]:
     elif isinstance(accelerators, (str, bytes, dict)) or not hasattr(accelerators, "__iter__"):
         raise ValueError(f"accelerators must be None or a sequence of hardware.Accelerator records "
                          f"(got {accelerators!r:.80})")
-    needed = ("name", "architecture", "sm_count", "tensor_cores_per_sm", "boost_clock_mhz", "fp16_tflops",
+    needed = ("name", "architecture", "sm_count", "tensor_cores_per_sm", "peak_clock_mhz", "fp16_tflops",
               "geforce_half_rate")
     accelerators = list(accelerators)
     for acc in accelerators:
@@ -292,14 +292,14 @@ def derived_vs_published(accelerators=None) -> list[dict]:
             raise ValueError(f"accelerators must hold hardware.Accelerator records (got {acc!r:.80})")
     rows = []
     for acc in accelerators:
-        if None in (acc.sm_count, acc.tensor_cores_per_sm, acc.boost_clock_mhz, acc.fp16_tflops):
+        if None in (acc.sm_count, acc.tensor_cores_per_sm, acc.peak_clock_mhz, acc.fp16_tflops):
             continue
         try:
             flop = flop_per_tensor_core_cycle(acc.architecture, bool(acc.geforce_half_rate))
         except ValueError:
             continue
         derived = float(peak_tensor_flops(acc.sm_count, acc.tensor_cores_per_sm, flop,
-                                          acc.boost_clock_mhz * 1e6)) / TFLOPS
+                                          acc.peak_clock_mhz * 1e6)) / TFLOPS
         rows.append({"name": acc.name, "architecture": acc.architecture, "derived_tflops": derived,
                      "published_tflops": float(acc.fp16_tflops), "ratio": derived / acc.fp16_tflops})
     return rows

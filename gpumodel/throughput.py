@@ -337,8 +337,8 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
             "compiled": 0.0}[engine]
     n = len(cards)
     per_cycle = cal.constants["compiled_dequant_per_sm_cycle"] if engine == "compiled" else np.inf
-    dequant = np.array([(a.sm_count or 0) * (a.boost_clock_mhz or 0) * 1e6 * per_cycle
-                        if a.sm_count and a.boost_clock_mhz else np.inf for a in cards])
+    dequant = np.array([(a.sm_count or 0) * (a.peak_clock_mhz or 0) * 1e6 * per_cycle
+                        if a.sm_count and a.peak_clock_mhz else np.inf for a in cards])
     gemm = np.array([cal.gemm_share(a) for a in cards]) * peak
     from .calibration import die
     attention = np.array([ATTENTION_SHARE.get(die(a.name), np.inf) for a in cards]) * peak

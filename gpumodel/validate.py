@@ -38,10 +38,10 @@ COLUMNS = ("id", "chapter", "hardware", "workload", "measured", "predicted", "un
 WITHIN = 0.30
 
 #: Boards measured in the data that share their Tensor Core peak with a row of the table
-#: (GH200's GPU has the H100 SXM5's peak; NVIDIA lists both A100 40GB boards at 312 TFLOPS).
+#: (``data/hardware_aliases.csv``, column ``peak_as``, with the reason for each).
 PEAK_ALIASES = calibration.PEAK_ALIASES
-#: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table:
-#: the V100 PCIe and SXM2 16GB both have 900 GB/s, the A100 40GB boards 1555 GB/s.
+#: Boards whose memory system (HBM generation, bus width, clock) matches a row of the table
+#: (``data/hardware_aliases.csv``, column ``memory_as``, with the reason for each).
 MEMORY_ALIASES = calibration.MEMORY_ALIASES
 #: The NVLink generation of each collective's hardware.
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
@@ -266,7 +266,9 @@ def _llm_train(row: dict, model: str, rows: dict, cal) -> float | None:
     """Tokens/s per GPU of a Llama 3 8B pre-training run (torchtitan, FSDP, 16-bit)."""
     if row["id"].startswith("torchao.") and not row["id"].endswith(".bf16"):
         return None
-    acc = _card(row["hardware"], TRAIN_ALIASES)
+    if row["hardware"] not in hardware.names():
+        return None
+    acc = _card(row["hardware"])
     watts = _detail_field(row, "power_limit_w")
     if watts is not None and acc.tdp_w:
         acc = throughput.power_limited(acc, float(watts))
@@ -278,11 +280,6 @@ def _llm_train(row: dict, model: str, rows: dict, cal) -> float | None:
         return tokens * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
     engine = "compiled" if compiled else "eager"
     return tokens / float(throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0])
-
-
-#: torchao's float8 README names its card "H100" without the variant; its 16-bit run is scored
-#: as the H100 SXM5.
-TRAIN_ALIASES = {"H100": "H100 SXM5"}
 
 
 # --- a reader's own measurements (measurements/run.py) ----------------------------------------
@@ -361,12 +358,14 @@ RULES = (
 
 UNSCORED_REASONS = {
     "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
-    "torchao.llama3_8b.": "an 8-bit pre-training run: the step model has no FP8 training path "
-                          "(scaling casts, mixed BF16 and FP8 GEMMs)",
+    "torchao.llama3_8b.": "an 8-bit pre-training run (the step model has no FP8 training path: "
+                          "scaling casts, mixed BF16 and FP8 GEMMs) or one on an H100 whose "
+                          "form factor the source does not state",
     "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
     "power.": "a measurement the chapter shows, not a model's output",
     "dle.": "the V100 side of an A100/V100 pair: the input the A100 row is predicted from",
-    "stream.": "measured on a board the hardware table does not hold (A100 80GB PCIe, A40, GH200)",
+    "stream.": "measured on a board whose bandwidth no row of the table has (an A100 80GB of unstated "
+               "form factor, A40, GH200; see data/hardware_aliases.csv)",
     "sparse.bert_base.": "the dense baseline ran FP32 weights under autocast, the sparse model FP16: "
                          "the sparsity chapter shows the pair is not comparable",
     "sparse.sam_vith.": "an inference throughput the sparsity chapter quotes without a model",

@@ -43,13 +43,10 @@ IDENTITY_EXCEPTIONS = {
                       "4.5 PFLOPS sparse (2250 dense): 2.2% below half the FP16 rate",
 }
 
-#: Clock (MHz) at which a vendor computes its non-tensor FP32 peak, where that is not the
-#: boost_clock_mhz column (which holds the clock of the tensor peaks).
-FP32_CLOCK_MHZ = {
-    "H100 SXM5": 1980,  # FP32 66.9 = 132 x 128 x 2 x 1.98 GHz, the device-query maximum SM clock; tensor peaks use 1830
-    "H200 SXM": 1980,   # as H100 SXM5
-    "H100 PCIe": 1755,  # FP32 51 ~ 114 x 128 x 2 x 1.755 GHz, the board's maximum boost (nvforum2023tensor); tensor 1620
-}
+#: Boards whose tensor peaks are quoted below their maximum SM clock (peak_clock_mhz <
+#: max_clock_mhz); everywhere else the two columns hold the same clock. Their FP32 peak is
+#: quoted at the maximum clock (H100 SXM5: 66.9 = 132 x 128 x 2 x 1.98 GHz).
+TENSOR_CLOCK_BELOW_MAX = {"H100 SXM5", "H100 PCIe", "H200 SXM"}
 
 #: FP32 lanes per SM (non-tensor FMA units), from the architecture whitepapers.
 FP32_PER_SM = {"Volta": 64, "Turing": 64, "Ampere (GA100)": 64, "Ampere (GA102)": 128, "Ada": 128,
@@ -163,6 +160,8 @@ def test_every_bib_entry_is_used_by_a_data_file():
         used |= source_keys(row["source"])
     for cpu in hardware.cpus():
         used |= source_keys(cpu.source)
+    for alias in hardware.aliases().values():
+        used |= source_keys(alias.source)
     unused = set(_bib_entries()) - used
     assert not unused, f"hardware.bib entries cited by no data row: {sorted(unused)}"
 
@@ -188,19 +187,19 @@ def test_geforce_half_rate_flag_is_exactly_the_geforce_cards():
 
 
 @pytest.mark.parametrize("acc", [a for a in hardware.accelerators()
-                                 if a.kind == "gpu" and a.tensor_cores_per_sm and a.boost_clock_mhz],
+                                 if a.kind == "gpu" and a.tensor_cores_per_sm and a.peak_clock_mhz],
                          ids=lambda a: a.name)
 def test_tensor_peak_follows_from_sms_tensor_cores_and_clock(acc):
     """Published dense FP16 peak = SMs x Tensor Cores per SM x FLOP per Tensor Core per clock x boost clock."""
     per_tc = FLOP_PER_TC_CLOCK[(_family(acc), acc.geforce_half_rate)]
-    derived = acc.sm_count * acc.tensor_cores_per_sm * per_tc * acc.boost_clock_mhz * 1e6 / 1e12
+    derived = acc.sm_count * acc.tensor_cores_per_sm * per_tc * acc.peak_clock_mhz * 1e6 / 1e12
     _close(acc.fp16_tflops, derived, acc.name, "fp16")
 
 
 def test_every_gpu_with_an_fp16_peak_and_a_clock_is_derived():
     """No GPU row escapes the derivation above for lack of a FLOP-per-clock entry."""
     for acc in hardware.accelerators():
-        if acc.kind == "gpu" and acc.tensor_cores_per_sm and acc.boost_clock_mhz:
+        if acc.kind == "gpu" and acc.tensor_cores_per_sm and acc.peak_clock_mhz:
             assert (_family(acc), acc.geforce_half_rate) in FLOP_PER_TC_CLOCK, acc.name
 
 
@@ -228,10 +227,10 @@ def test_identity_exceptions_name_real_rows():
 
 
 @pytest.mark.parametrize("acc", [a for a in hardware.accelerators()
-                                 if a.vendor == "NVIDIA" and a.sm_count and a.boost_clock_mhz and a.fp32_tflops],
+                                 if a.vendor == "NVIDIA" and a.sm_count and a.max_clock_mhz and a.fp32_tflops],
                          ids=lambda a: a.name)
 def test_fp32_peak_follows_from_sms_lanes_and_clock(acc):
-    clock = FP32_CLOCK_MHZ.get(acc.name, acc.boost_clock_mhz)
+    clock = acc.max_clock_mhz
     derived = acc.sm_count * FP32_PER_SM[_family(acc)] * 2 * clock * 1e6 / 1e12
     assert acc.fp32_tflops == pytest.approx(derived, rel=REL)
 
@@ -288,7 +287,8 @@ def test_spot_values():
     assert hardware.get("A100 SXM4 80GB").memory_bandwidth_gbs == 2039
     assert hardware.get("H100 SXM5").memory_bandwidth_gbs == 3350
     assert hardware.get("RTX 4090").l2_cache_mib == 72
-    assert hardware.get("H100 PCIe").boost_clock_mhz == 1620
+    assert hardware.get("H100 PCIe").peak_clock_mhz == 1620
+    assert hardware.get("H100 PCIe").max_clock_mhz == 1755
     assert hardware.get("TPU v3").bf16_tflops == 123
 
 
@@ -459,3 +459,187 @@ def test_transformer_batches_are_the_mixed_precision_ones():
 def test_deepbench_v100_memory_size_is_marked_as_assumed():
     for row in measured.measurements("deepbench.v100."):
         assert "assumption" in row["detail"], row
+
+
+# --- columns that say what they hold (issue 24) -------------------------------------------------
+
+def test_peak_clock_is_the_max_clock_except_where_the_vendor_quotes_peaks_lower():
+    """One convention: peak_clock_mhz is the clock of the tensor peaks, max_clock_mhz the maximum."""
+    for acc in hardware.accelerators():
+        if acc.peak_clock_mhz is None or acc.max_clock_mhz is None:
+            continue
+        if acc.name in TENSOR_CLOCK_BELOW_MAX:
+            assert acc.peak_clock_mhz < acc.max_clock_mhz, acc.name
+        else:
+            assert acc.peak_clock_mhz == acc.max_clock_mhz, acc.name
+    assert {a.name for a in hardware.accelerators() if a.kind == "gpu" and a.max_clock_mhz is None} == {"B200"}
+
+
+#: Maximum shared memory per SM by architecture family (KiB): CUDA C++ programming guide,
+#: technical specifications per compute capability, and the ROCm specifications (LDS per CU).
+MAX_SHARED_KIB = {"Volta": 96, "Turing": 64, "Ampere (GA100)": 164, "Ampere (GA102)": 100, "Ada": 100,
+                  "Hopper": 228, "Blackwell (GB100)": 228, "Blackwell (GB202)": 100, "CDNA3": 64}
+
+
+@pytest.mark.parametrize("acc", [a for a in hardware.accelerators() if a.kind == "gpu"], ids=lambda a: a.name)
+def test_max_shared_memory_is_the_architecture_value_and_fits_in_l1_shared(acc):
+    family = "Blackwell (GB100)" if acc.architecture.startswith("Blackwell (GB100") else _family(acc)
+    assert acc.max_shared_per_sm_kib == MAX_SHARED_KIB[family]
+    assert acc.max_shared_per_sm_kib <= acc.l1_shared_per_sm_kib
+    assert acc.max_shared_bytes_per_sm == acc.max_shared_per_sm_kib * 1024
+    assert acc.l1_shared_bytes_per_sm == acc.l1_shared_per_sm_kib * 1024
+    assert "max_shared_per_sm_kib" in acc.source
+
+
+def test_spot_values_of_the_issue_24_columns():
+    shared = {n: hardware.get(n).max_shared_per_sm_kib
+              for n in ("V100 SXM2 16GB", "A100 SXM4 80GB", "RTX 3090", "RTX 4090", "H100 SXM5")}
+    assert shared == {"V100 SXM2 16GB": 96, "A100 SXM4 80GB": 164, "RTX 3090": 100, "RTX 4090": 100,
+                      "H100 SXM5": 228}
+    mi300x = hardware.get("MI300X")
+    assert (mi300x.l1_shared_per_sm_kib, mi300x.max_shared_per_sm_kib) == (96, 64)  # 32 KiB L1 + 64 KiB LDS
+    h100 = hardware.get("H100 SXM5")
+    assert (h100.peak_clock_mhz, h100.max_clock_mhz) == (1830, 1980)
+
+
+def test_memory_basis_marks_vendor_figures():
+    """memory_gib is physical DRAM except the H200's 141 and Google's TPU figures."""
+    vendor = {a.name for a in hardware.accelerators() if a.memory_basis == "vendor"}
+    assert vendor == {"H200 SXM"} | {a.name for a in hardware.accelerators() if a.kind == "tpu"}
+    assert all(a.memory_basis in hardware.MEMORY_BASES for a in hardware.accelerators())
+    for name in vendor:
+        assert "memory_basis vendor" in hardware.get(name).source
+
+
+def test_accelerator_parse_checks_the_new_columns():
+    base = dict(_row_of("H100 SXM5"))
+    for column, value, match in (("memory_basis", "usable", "memory_basis"),
+                                 ("memory_basis", "", "memory_basis"),
+                                 ("max_shared_per_sm_kib", "300", "max_shared_per_sm_kib"),
+                                 ("peak_clock_mhz", "2500", "peak_clock_mhz")):
+        with pytest.raises(ValueError, match=match):
+            hardware._parse(dict(base, **{column: value}), 2)
+
+
+def _row_of(name):
+    import csv
+    rows = csv.DictReader((ROOT / "gpumodel" / "data" / "accelerators.csv").read_text().splitlines())
+    return next(r for r in rows if r["name"] == name)
+
+
+# --- every row that names hardware joins (issue 24) ---------------------------------------------
+
+#: Data files and the column that names hardware in each. A row with the value in the third
+#: element names no board (the post's own latencies, given for 'Ampere GPUs').
+HARDWARE_COLUMNS = (("measurements.csv", "hardware", ()), ("collectives.csv", "hardware", ()),
+                    ("latencies.csv", "gpu", ("post",)))
+
+
+def _data_rows(filename):
+    import csv
+    return list(csv.DictReader((ROOT / "gpumodel" / "data" / filename).read_text().splitlines()))
+
+
+@pytest.mark.parametrize("filename,column,no_board", HARDWARE_COLUMNS, ids=lambda x: str(x))
+def test_every_row_that_names_hardware_joins(filename, column, no_board):
+    """Each name is a row of accelerators.csv or of the one alias table, hardware_aliases.csv."""
+    unjoined = sorted({r[column] for r in _data_rows(filename)
+                       if r[column] not in no_board and not hardware.joins(r[column])})
+    assert not unjoined, f"{filename}: {unjoined} join neither accelerators.csv nor hardware_aliases.csv"
+
+
+def test_every_data_file_naming_hardware_is_checked():
+    """A data file with a hardware-naming column is in HARDWARE_COLUMNS."""
+    import csv
+    checked = {f for f, _, _ in HARDWARE_COLUMNS} | {"accelerators.csv", "hardware_aliases.csv"}
+    for path in sorted((ROOT / "gpumodel" / "data").glob("*.csv")):
+        header = next(csv.reader(path.read_text().splitlines()))
+        if {"hardware", "gpu", "accelerator"} & set(header):
+            assert path.name in checked, path.name
+
+
+def test_every_data_row_has_as_many_fields_as_its_header():
+    """An unquoted comma silently cut a detail short before (the reader drops extra fields)."""
+    import csv
+    for path in sorted((ROOT / "gpumodel" / "data").glob("*.csv")):
+        rows = list(csv.reader(path.read_text().splitlines()))
+        bad = [(i + 1, r[0]) for i, r in enumerate(rows) if len(r) != len(rows[0])]
+        assert not bad, f"{path.name}: lines with a wrong field count {bad}"
+
+
+def test_every_alias_has_a_reason_a_die_and_a_source():
+    for alias in hardware.aliases().values():
+        assert len(alias.reason) > 40, alias.name
+        assert alias.die and alias.source, alias.name
+        assert alias.name not in hardware.names(), alias.name
+        for target in (alias.peak_as, alias.memory_as):
+            assert target is None or target in hardware.names(), alias.name
+        keys = re.findall(r"\[([A-Za-z0-9_]+)\]", alias.source)
+        assert keys and set(keys) <= bib_keys(), alias.name
+
+
+def test_every_alias_is_used_by_data_or_by_a_reader_file():
+    """No alias without a user: a data row names it, or measurements/run.py may write it."""
+    named = {r[c] for f, c, _ in HARDWARE_COLUMNS for r in _data_rows(f)}
+    readers = {"A100 80GB PCIe", "H800"}
+    assert set(hardware.aliases()) <= named | readers
+    run = (ROOT / "measurements" / "run.py").read_text()
+    assert all(name.upper() in run.upper() for name in readers)
+
+
+def test_alias_dicts_of_the_calibration_come_from_the_one_table():
+    from gpumodel import calibration, validate
+    table = hardware.aliases()
+    assert calibration.DIE_ALIASES == {n: a.die for n, a in table.items()}
+    assert calibration.PEAK_ALIASES == {n: a.peak_as for n, a in table.items() if a.peak_as}
+    assert calibration.MEMORY_ALIASES == {n: a.memory_as for n, a in table.items() if a.memory_as}
+    assert validate.PEAK_ALIASES is calibration.PEAK_ALIASES
+    assert validate.MEMORY_ALIASES is calibration.MEMORY_ALIASES
+    assert calibration.die("A100 80GB") == "GA100" and calibration.die("V100 SXM3 32GB") == "GV100"
+
+
+def test_alias_parse_rejects_bad_rows(monkeypatch):
+    from importlib import resources
+    good = (resources.files("gpumodel") / "data" / "hardware_aliases.csv").read_text()
+    header = good.splitlines()[0]
+    cases = ((header + "\nGH200,GH100,H100 SXM9,,why not,[x]\n", "peak_as"),
+             (header + "\nGH200,GH100,,,,[x]\n", "reason"),
+             (header + "\nH100 SXM5,GH100,,,a reason,[x]\n", "already"))
+
+    class Fake:
+        def __init__(self, text):
+            self.text = text
+
+        def joinpath(self, _):
+            return self
+
+        def read_text(self):
+            return self.text
+    for text, match in cases:
+        hardware._load_aliases.cache_clear()
+        monkeypatch.setattr(hardware.resources, "files", lambda _pkg, t=text: Fake(t))
+        try:
+            with pytest.raises(ValueError, match=match):
+                hardware._load_aliases()
+        finally:
+            monkeypatch.undo()
+            hardware._load_aliases.cache_clear()
+
+
+def test_collective_algorithm_labels_say_what_the_source_records():
+    """H200 sweep: NVLS only where the source's NCCL log says NVLS ran (2 MiB and up)."""
+    for r in measured.collectives("torchdist.h200x8."):
+        expected = "NVLS (SIMPLE)" if r["size_bytes"] >= 2 * 2**20 else "ring (LL); NVLS enabled"
+        assert r["algorithm"] == expected, r["id"]
+        assert "DERIVED" not in r["detail"] and "time_us" not in r["detail"]
+
+
+def test_sparse_marlin_rows_cite_the_files_that_hold_them():
+    for r in measured.measurements("sparse.llama3_8b."):
+        assert r["source"] == "torchao2024sparsemarlin"
+        assert "torchao/quantization/README.md @ 65d86c6c" in r["detail"]
+        assert "benchmark_results.txt" in r["detail"]
+    assert "float16" in measured.measurements("sparse.llama3_8b.a100_80.int4_sparse")[0]["detail"]
+    assert "bfloat16" in measured.measurements("sparse.llama3_8b.a100_80.int4")[0]["detail"]
+    for r in measured.measurements("gptfast."):
+        assert "0f925b5" not in r["detail"] and "32971d3" in r["detail"]

@@ -138,6 +138,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "hardware.cpus": dict(),
     "hardware.get_cpu": dict(name="EPYC 9654"),
     "hardware.records": dict(),
+    "hardware.aliases": dict(),
+    "hardware.joins": dict(name="GH200"),
     "hardware.Accelerator.peak_flops": dict(dtype="fp16", sparse=True, accumulate="fp32"),
     "hardware.Accelerator.ridge_point": dict(dtype="fp8"),
     # --- measured -----------------------------------------------------------------------------

@@ -180,7 +180,7 @@ def test_derived_peaks_agree_with_the_hardware_table():
     rows = tc.derived_vs_published()
     names = {r["name"] for r in rows}
     eligible = [a for a in hardware.accelerators()
-                if None not in (a.sm_count, a.tensor_cores_per_sm, a.boost_clock_mhz, a.fp16_tflops)]
+                if None not in (a.sm_count, a.tensor_cores_per_sm, a.peak_clock_mhz, a.fp16_tflops)]
     assert len(rows) >= 5
     assert names <= {a.name for a in eligible}
     for row in rows:
@@ -193,7 +193,7 @@ def test_derived_vs_published_takes_a_list_and_skips_incomplete_rows():
     tpus = [a for a in hardware.accelerators() if a.kind == "tpu"]
     rows = tc.derived_vs_published([a100, *tpus])
     assert [r["name"] for r in rows] == ["A100 SXM4 40GB"]
-    assert rows[0]["derived_tflops"] == pytest.approx(108 * 4 * 512 * a100.boost_clock_mhz * 1e6 / 1e12)
+    assert rows[0]["derived_tflops"] == pytest.approx(108 * 4 * 512 * a100.peak_clock_mhz * 1e6 / 1e12)
 
 
 # --- latency presets -------------------------------------------------------------------------

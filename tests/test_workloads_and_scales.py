@@ -10,7 +10,7 @@ from gpumodel import tensor_cores as tc
 
 def test_per_sm_rates_on_an_h100_give_the_ridge_point():
     h = hardware.get("H100 SXM5")
-    clock = h.boost_clock_mhz * 1e6
+    clock = h.peak_clock_mhz * 1e6
     bpc = tc.per_sm_cycle(h.bandwidth, h.sm_count, clock)
     fpc = tc.per_sm_cycle(h.peak_flops(), h.sm_count, clock)
     assert bpc == pytest.approx(3.35e12 / (132 * 1.83e9))

@@ -588,7 +588,7 @@ def llm_train_frame() -> pd.DataFrame:
     out = []
     for r in llm_train_rows():
         row = next(m for m in measured.measurements(r["id"]) if m["id"] == r["id"])
-        acc = hardware.get(validate.TRAIN_ALIASES.get(r["hardware"], r["hardware"]))
+        acc = hardware.get(r["hardware"])
         engine = "torch.compile" if "compile" in row["what"] else "eager"
         mfu = 6 * params * r["measured"] / acc.peak_flops("bf16")
         out.append({"run": r["id"], "card": acc.name, "GPUs": int(row["gpus"]),

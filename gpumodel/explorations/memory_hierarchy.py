@@ -327,7 +327,7 @@ def l2_sizes_table() -> pd.DataFrame:
     rows = [hardware.get(n) for n in L2_GPUS]
     return pd.DataFrame({"GPU": [a.name for a in rows], "architecture": [a.architecture for a in rows],
                          "year": [a.year for a in rows],
-                         "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
+                         "L1/shared per SM (KiB)": [a.l1_shared_per_sm_kib for a in rows],
                          "L2 (MiB)": [a.l2_cache_mib for a in rows]})
 
 
@@ -375,7 +375,7 @@ def hierarchy_table() -> pd.DataFrame:
     return pd.DataFrame({
         "GPU": [a.name for a in rows],
         "SMs": pd.array([a.sm_count for a in rows], dtype="Int64"),
-        "L1/shared per SM (KiB)": [a.shared_mem_per_sm_kib for a in rows],
+        "L1/shared per SM (KiB)": [a.l1_shared_per_sm_kib for a in rows],
         "L2 (MiB)": [a.l2_cache_mib for a in rows],
         "memory (GiB)": [a.memory_gib for a in rows],
         "usable (GiB)": [a.usable_memory_gib for a in rows],

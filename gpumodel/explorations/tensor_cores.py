@@ -265,7 +265,7 @@ def peak_table() -> pd.DataFrame:
         "TC/SM": [accs[r["name"]].tensor_cores_per_sm for r in rows],
         "FLOP/TC/cycle": [int(tc.flop_per_tensor_core_cycle(r["architecture"], bool(accs[r["name"]].geforce_half_rate)))
                           for r in rows],
-        "boost (MHz)": [accs[r["name"]].boost_clock_mhz for r in rows],
+        "peak clock (MHz)": [accs[r["name"]].peak_clock_mhz for r in rows],
         "derived TFLOPS": [round(r["derived_tflops"], 1) for r in rows],
         "published TFLOPS": [r["published_tflops"] for r in rows],
         "derived / published": [round(r["ratio"], 3) for r in rows],
@@ -292,7 +292,7 @@ BALANCE_GPUS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "H100 SXM5", "B200")
 
 def _per_sm_rates(acc) -> tuple[float, float]:
     """DRAM bytes and dense 16-bit Tensor Core FLOP per cycle per SM of ``acc`` at its boost clock."""
-    clock = acc.boost_clock_mhz * 1e6
+    clock = acc.peak_clock_mhz * 1e6
     return (float(tc.per_sm_cycle(acc.bandwidth, acc.sm_count, clock)),
             float(tc.per_sm_cycle(acc.peak_flops(), acc.sm_count, clock)))
 
@@ -311,7 +311,7 @@ def sm_balance_table(tile_m=128, tile_n=128, tile_k=64, gpus=BALANCE_GPUS) -> pd
         ratio = float(memory.output_tile_intensity(tile_m, tile_n) / acc.ridge_point())
         row = {"GPU": name, "DRAM bytes/cycle/SM": np.nan, "Tensor FLOP/cycle/SM": np.nan,
                "load cycles": np.nan, "compute cycles": np.nan, "compute / load": round(ratio, 2)}
-        if acc.boost_clock_mhz is not None:
+        if acc.peak_clock_mhz is not None:
             bpc, fpc = _per_sm_rates(acc)
             step = tc.k_step_cycles(tile_m, tile_n, tile_k, bpc, fpc)
             row.update({"DRAM bytes/cycle/SM": round(bpc, 1), "Tensor FLOP/cycle/SM": round(fpc),
@@ -348,5 +348,5 @@ def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> floa
     measurement, used to compare an H100 PCIe figure with the H100 SXM5.
     """
     source, dest = hardware.get(measured_on), hardware.get(target)
-    ratio = (dest.sm_count * dest.boost_clock_mhz) / (source.sm_count * source.boost_clock_mhz)
+    ratio = (dest.sm_count * dest.peak_clock_mhz) / (source.sm_count * source.peak_clock_mhz)
     return measured.measurement(measurement) / 1000 * ratio
