@@ -397,11 +397,13 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if not isinstance(rates, dict) or not set(RATE_KEYS) <= set(rates):
-        raise ValueError(f"rates must be a dict with the keys {', '.join(RATE_KEYS)}")
+        raise ValueError(f"rates must be a dict with the keys {', '.join(RATE_KEYS)} "
+                         "(and optionally attention, else the gemm rate)")
+    keys = RATE_KEYS + (("attention",) if "attention" in rates else ())
     rates = {k: np.atleast_1d(_checks.positive(f"rates[{k!r}]", rates[k])).astype(float)
              if k != "floor" and k != "host" else
              np.atleast_1d(_checks.non_negative(f"rates[{k!r}]", rates[k])).astype(float)
-             for k in RATE_KEYS}
+             for k in keys}
     if len({v.shape for v in rates.values()}) != 1 or rates["gemm"].ndim != 1:
         raise ValueError("rates must hold 1-D arrays of one length")
     return _kernel_seconds(kernels, rates)[0].sum(axis=0)
@@ -409,8 +411,7 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
 
 device_seconds = _checks.finite_result(device_seconds)
 #: The keys of :func:`achieved_rates`.
-RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant",
-             "attention")
+RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant")
 
 
 def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",

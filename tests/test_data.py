@@ -46,7 +46,7 @@ IDENTITY_EXCEPTIONS = {
 #: Boards whose tensor peaks are quoted below their maximum SM clock (peak_clock_mhz <
 #: max_clock_mhz); everywhere else the two columns hold the same clock. Their FP32 peak is
 #: quoted at the maximum clock (H100 SXM5: 66.9 = 132 x 128 x 2 x 1.98 GHz).
-TENSOR_CLOCK_BELOW_MAX = {"H100 SXM5", "H100 PCIe", "H200 SXM"}
+TENSOR_CLOCK_BELOW_MAX = {"H100 SXM5", "H100 PCIe", "H200 SXM", "H100 SXM 96GB HBM2e"}
 
 #: FP32 lanes per SM (non-tensor FMA units), from the architecture whitepapers.
 FP32_PER_SM = {"Volta": 64, "Turing": 64, "Ampere (GA100)": 64, "Ampere (GA102)": 128, "Ada": 128,
