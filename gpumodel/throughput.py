@@ -885,6 +885,15 @@ def _relative_left_out(workload: str) -> list[float]:
             if reference in errors for name, e in errors.items() if name != reference]
 
 
+def band_errors(workload: str | None = None) -> list[float]:
+    """The left-out errors of relative throughput behind :func:`band` (None: every workload's).
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
+    """
+    names = WORKLOADS if workload is None else (_workload(workload),)
+    return [e for w in names for e in _relative_left_out(w)]
+
+
 def band(workload: str | None = None) -> tuple[float, float]:
     """The 10th and 90th percentiles of the left-out error of relative throughput on
     ``workload``'s measured rows (None: every workload's).
@@ -895,8 +904,7 @@ def band(workload: str | None = None) -> tuple[float, float]:
     r / (1 + high) and r / (1 + low)".
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    names = WORKLOADS if workload is None else (_workload(workload),)
-    errors = [e for w in names for e in _relative_left_out(w)]
+    errors = band_errors(workload)
     return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
 
 

@@ -332,6 +332,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "throughput.decode_row_kernels": dict(row={"id": "decode.llama3_8b_q4.x", "detail":
                                                "params=8030000000; file_bytes=4917737554; context=256"}),
     "throughput.band": dict(workload="cnn-train"),
+    "throughput.band_errors": dict(workload="cnn-train"),
     "throughput.llm_train_kernels": dict(batch=2, seq=256, layers=2, d_model=256, d_ff=512,
                                          heads=4, kv_heads=2, vocab=1000, gpus=8, fused=True,
                                          selective_recompute=True),

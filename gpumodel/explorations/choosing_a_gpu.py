@@ -130,12 +130,14 @@ RANKING = Exploration(
 
 
 def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFrame:
-    """The ranking as a table: relative throughput with its 10th-90th percentile range (from
-    the left-out error), usable memory, price and value per $1,000."""
+    """The ranking as a table: relative throughput with its 80% range (10th to 90th percentile
+    of the left-out error, :func:`gpumodel.throughput.band`), usable memory, price and value
+    per $1,000."""
     rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
     frame = pd.DataFrame([{
         "accelerator": r["accelerator"], "relative": f"{r['relative_throughput']:.2f}",
-        "likely range": f"{r['band_low']:.2f}-{r['band_high']:.2f}",
+        "80% range": "-" if r["band_low"] == r["band_high"] else
+        f"{r['band_low']:.2f}-{r['band_high']:.2f}",
         "memory (GiB)": f"{r['usable_memory_gib'] or r['memory_gib']:.0f}",
         "price ($)": "-" if r["price_usd"] is None else f"{r['price_usd']:,.0f}",
         "per $1,000": "-" if r["relative_per_1000_usd"] is None
@@ -162,7 +164,7 @@ def validation_frame(workload: str) -> pd.DataFrame:
         out.append({"accelerator": r["accelerator"], "batch": r["batch"],
                     "measured": f"{r['measured_relative']:.2f}",
                     "model": f"{model:.2f}",
-                    "likely range": "-" if r["accelerator"] == ref else
+                    "80% range": "-" if r["accelerator"] == ref else
                     f"{model / (1 + high):.2f}-{model / (1 + low):.2f}",
                     "error": f"{r['error']:+.0%}",
                     "bandwidth ratio": f"{rivals['bandwidth'][i]['predicted_relative']:.2f}",
@@ -480,7 +482,7 @@ def show_value(frame: pd.DataFrame) -> pd.DataFrame:
         "power (W)": frame["power (W)"].map("{:.0f}".format),
         "owned cost ($)": frame["owned cost ($)"].map("{:,.0f}".format),
         "per $1,000 owned": frame["per $1,000 owned"].map("{:.3f}".format),
-        "likely range": likely})
+        "80% range": likely})
 
 
 def value(workload, years, utilization, usd_per_kwh):
@@ -582,18 +584,23 @@ def llm_train_rows() -> list[dict]:
 
 
 def llm_train_frame() -> pd.DataFrame:
-    """Measured and modelled tokens/s per GPU of the Llama 3 8B pre-training runs, with the
-    share of the dense 16-bit peak each reaches (model FLOP: 6 x parameters x tokens)."""
-    params = workloads.transformer_params(**workloads.LLAMA3_8B)
+    """Measured and modelled tokens/s per GPU of the Llama 3 8B pre-training runs, with each
+    run's MFU (:func:`gpumodel.workloads.model_flops_utilization` with PaLM's count of model
+    FLOP per token, the one torchtitan reports) against the card's dense BF16 peak."""
+    cfg = workloads.LLAMA3_8B
+    params = workloads.transformer_params(**cfg, input_embedding=False)
+    per_token = workloads.training_flops_per_token(params, cfg["layers"], cfg["d_model"],
+                                                   throughput.LLAMA_TRAIN_SEQ)
     out = []
     for r in llm_train_rows():
         row = next(m for m in measured.measurements(r["id"]) if m["id"] == r["id"])
         acc = hardware.get(r["hardware"])
         engine = "torch.compile" if "compile" in row["what"] else "eager"
-        mfu = 6 * params * r["measured"] / acc.peak_flops("bf16")
+        mfu = workloads.model_flops_utilization(r["measured"], per_token,
+                                                acc.peak_flops("bf16"))
         out.append({"run": r["id"], "card": acc.name, "GPUs": int(row["gpus"]),
                     "batch": int(row["batch"]), "engine": engine,
                     "measured (tokens/s)": f"{r['measured']:,.0f}",
                     "model (tokens/s)": f"{r['predicted']:,.0f}",
-                    "error": f"{r['rel_error']:+.0%}", "MFU (6N)": f"{mfu:.0%}"})
+                    "error": f"{r['rel_error']:+.0%}", "MFU": f"{mfu:.0%}"})
     return pd.DataFrame(out).set_index("run")
