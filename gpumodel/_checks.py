@@ -28,6 +28,8 @@ def as_array(name: str, value, *, allow_nonfinite: bool = False) -> np.ndarray:
     """
     if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
         _reject(name, value)
+    if isinstance(value, (list, tuple)) and _holds_bool(value):
+        _reject(name, value)
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError, OverflowError):
@@ -50,6 +52,16 @@ def as_array(name: str, value, *, allow_nonfinite: bool = False) -> np.ndarray:
     if not allow_nonfinite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (got {_brief(value)})")
     return arr
+
+
+def _holds_bool(items, depth: int = 0) -> bool:
+    """Whether a (nested) list holds a bool, which numpy would silently turn into 0 or 1."""
+    for item in items:
+        if isinstance(item, (bool, np.bool_)):
+            return True
+        if isinstance(item, (list, tuple)) and depth < 32 and _holds_bool(item, depth + 1):
+            return True
+    return False
 
 
 def positive(name: str, value) -> np.ndarray:
@@ -99,6 +111,19 @@ def count(name: str, value, maximum: float | None = None) -> int:
         raise ValueError(f"{name} must be a single whole number >= 1 (got {number:g})")
     if maximum is not None and number > maximum:
         raise ValueError(f"{name} must be a whole number in [1, {maximum:g}] (got {number:g})")
+    return int(number)
+
+
+#: The largest seed the random generators take (numpy's legacy 32-bit range, kept for all).
+MAX_SEED = 2**32 - 1
+
+
+def seed(value, name: str = "seed") -> int:
+    """``value`` as one whole number in [0, :data:`MAX_SEED`], as an int (1.5 is refused)."""
+    number = scalar(name, value)
+    if not 0 <= number <= MAX_SEED or number != np.floor(number):
+        raise ValueError(f"{name} must be a single whole number in [0, {MAX_SEED}] "
+                         f"(got {number:g})")
     return int(number)
 
 
@@ -169,9 +194,12 @@ def finite_result(func):
         except (OverflowError, ZeroDivisionError, FloatingPointError):
             raise ValueError(_overflow_message(func, args, kwargs)) from None
         except ValueError as err:
-            if "broadcast" in str(err) and not _names_a_parameter(func, str(err)):
-                arrays = {k: v for k, v in _numeric_arguments(func, args, kwargs).items() if np.ndim(v)}
+            if "broadcast" in str(err) and not _blames_only_own(func, args, kwargs, str(err)):
+                arrays = {k: v for k, v in _numeric_arguments(func, args, kwargs).items()
+                          if _shape(v)}
                 broadcast(**arrays)  # raises naming them if they are the culprits
+                if _names_a_parameter(func, str(err)):
+                    raise
                 raise ValueError(f"{func.__name__}: {err} (array arguments: "
                                  f"{', '.join(f'{k} {np.shape(v)}' for k, v in arrays.items()) or 'none'})") from None
             raise
@@ -204,6 +232,32 @@ def _numeric_arguments(func, args, kwargs) -> dict:
     return {name: value for name, value in bound.arguments.items()
             if name != "self" and value is not None and not callable(value)
             and not isinstance(value, (str, bytes, bool, np.bool_))}
+
+
+_BLAMED_SHAPE = r"([^\s,:]+) (\((?:\d+,? ?)*\))"
+
+
+def _blames_only_own(func, args, kwargs, message: str) -> bool:
+    """Whether a broadcasting message names only ``func``'s own arguments, with their shapes.
+
+    An inner model's message names its own parameters (``nbytes`` inside ``tpu_post_seconds``,
+    or ``peak_flops`` holding another argument's shape); the outer model then checks its
+    caller's arrays and names them instead.
+    """
+    import re
+
+    blamed = re.findall(_BLAMED_SHAPE, message)
+    given = _numeric_arguments(func, args, kwargs)
+    return bool(blamed) and all(
+        name in given and str(_shape(given[name])) == shape for name, shape in blamed)
+
+
+def _shape(value) -> tuple | None:
+    """``value``'s array shape, or None for what numpy cannot shape (ragged lists)."""
+    try:
+        return np.shape(value)
+    except ValueError:
+        return None
 
 
 def _names_a_parameter(func, message: str) -> bool:

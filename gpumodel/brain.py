@@ -54,6 +54,7 @@ def estimate_terms(reading: str = "reconstruction", *, granule_cells=50e9, purki
     reading = _checks.choice("reading", reading, READINGS)
     given = locals()
     v = {name: _checks.positive(name, given[name]) for name in POST}
+    _checks.broadcast(**v)
     per_event = v["time_steps"] * v["firing_rate"] * v["flop_per_mac"]
     purkinje_filter = v["purkinje_branches"] * v["purkinje_dendrites"] * v["time_steps"]
     granule_filter = v["granule_branches"] * v["granule_dendrites"] * v["time_steps"]
@@ -173,8 +174,17 @@ def fitted_doubling_years(years, flops):
     f = _checks.positive("flops", flops)
     if y.ndim != 1 or y.shape != f.shape or y.size < 2 or np.ptp(y) == 0:
         raise ValueError("years and flops must be 1-D arrays of the same length, with at least two different years")
-    slope = np.polyfit(y, np.log2(f), 1)[0]
-    if slope <= 0:
+    centred = y - y.mean()
+    spread = np.sum(centred**2)
+    if not 0 < spread < np.inf:
+        raise ValueError(f"years must differ by more than rounding (got values from {y.min():g} to "
+                         f"{y.max():g}): their spread cannot be squared in float64")
+    logs = np.log2(f)
+    if np.ptp(y) >= 1e-6 * np.max(np.abs(y)):
+        slope = np.polyfit(y, logs, 1)[0]
+    else:  # years close together far from 0: the centred form keeps its precision
+        slope = np.sum(centred * (logs - logs.mean())) / spread
+    if not slope > 0:
         raise ValueError("flops must grow over the years to have a doubling period")
     return float(1.0 / slope)
 

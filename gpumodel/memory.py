@@ -50,10 +50,16 @@ def tile_loads(m, k, n, tile, scheme: str = "all_pairs"):
 def matmul_tile_traffic(m, k, n, tile, dtype: str = "fp16", scheme: str = "all_pairs"):
     """Bytes moved from global memory by :func:`tile_loads` tiles of ``dtype`` elements.
 
+    Never less than A and B themselves, (m k + k n) x the element size: the post's
+    ``"all_pairs"`` count (tiles(A) x tiles(B) loads) stops being a traffic when A or B fits in
+    one tile (then tiles(A) x tiles(B) < tiles(A) + tiles(B)), and is clamped to that minimum.
     Explained in :doc:`/book/memory_hierarchy` (section "Worked case: TPUs versus GPUs for BERT").
     """
     loads = tile_loads(m, k, n, tile, scheme)
-    return loads * np.asarray(tile, dtype=float) ** 2 * dtype_bytes(dtype)
+    size = dtype_bytes(dtype)
+    tiles = loads * np.asarray(tile, dtype=float) ** 2 * size
+    m, k, n = (np.asarray(v, dtype=float) for v in (m, k, n))
+    return np.maximum(tiles, (m * k + k * n) * size)
 
 
 @_checks.finite_result

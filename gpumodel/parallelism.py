@@ -222,10 +222,16 @@ def min_tokens_per_gpu(peak_flops, bandwidth, ranks, grad_bytes=2.0):
 def scaling_efficiency(compute_seconds, comm_seconds, overlap=1.0, backward_share=2.0 / 3.0):
     """Compute time over :func:`data_parallel_step` time: 1 when communication hides completely.
 
+    In (0, 1] for positive compute; where the ratio would underflow float64 (compute below
+    about 1e-308 of the exposed communication) a ValueError says so instead of returning 0.
     Explained in :doc:`/book/parallelism` (section "Data parallelism").
     """
     c = _checks.positive("compute_seconds", compute_seconds)
-    return c / data_parallel_step(c, comm_seconds, overlap, backward_share)
+    efficiency = c / data_parallel_step(c, comm_seconds, overlap, backward_share)
+    if np.any(efficiency <= 0):
+        raise ValueError("compute_seconds is too small against comm_seconds: the efficiency "
+                         "underflows float64 (below 5e-324)")
+    return efficiency
 
 
 # --- tensor (model) parallelism ---------------------------------------------------------------

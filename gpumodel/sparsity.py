@@ -409,9 +409,13 @@ def magnitude_mask(a, density=0.5) -> np.ndarray:
     a = _matrix("a", a)
     d = _checks.in_range("density", _checks.scalar("density", density), 0.0, 1.0)
     keep = int(round(float(d) * a.size))
-    order = np.argsort(-np.abs(a).ravel(), kind="stable")[:keep]
-    mask = np.zeros(a.size, dtype=bool)
-    mask[order] = True
+    magnitude = np.abs(a).ravel()
+    if keep == 0:
+        return np.zeros(a.shape, dtype=bool)
+    cut = np.partition(magnitude, magnitude.size - keep)[magnitude.size - keep]
+    mask = magnitude > cut
+    ties = np.flatnonzero(magnitude == cut)
+    mask[ties[:keep - int(mask.sum())]] = True
     return mask.reshape(a.shape)
 
 
@@ -421,6 +425,9 @@ def _mask_for(a, method):
     return keep_mask(a, method)
 
 
+#: Most multiply-adds of the products :func:`pruning_loss` takes (a 4096 x 4096 ``a`` times
+#: 256 columns of ``b``; two such products take about a second on two cores).
+MAX_PRUNING_MACS = 2**32
 #: The pruning methods compared in :func:`pruning_loss`.
 METHODS = ("2:4", "4:8", "unstructured")
 
@@ -433,12 +440,17 @@ def pruning_loss(a, b, method: str = "2:4") -> dict:
     - "energy": the share of sum a^2 removed (the squared Frobenius norm);
     - "output": ||A B - P(A) B|| / ||A B|| (Frobenius), the relative error of the product.
     ``method`` is "2:4", "4:8" (pairs) or "unstructured" (the largest half of all elements).
+    The products are bounded by :data:`MAX_PRUNING_MACS` multiply-adds.
     Explained in :doc:`/book/sparsity` (section "What 2:4 costs in accuracy").
     """
     method = _checks.choice("method", method, METHODS)
     a, b = _matrix("a", a), _matrix("b", b)
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"b must have as many rows as a has columns ({a.shape[1]}; got {b.shape[0]})")
+    macs = a.shape[0] * a.shape[1] * b.shape[1]
+    if macs > MAX_PRUNING_MACS:
+        raise ValueError(f"a @ b must take at most {MAX_PRUNING_MACS:,} multiply-adds (rows of a x "
+                         f"columns of a x columns of b; got {macs:,}): use fewer columns of b")
     if not np.any(a):
         raise ValueError("a must have a non-zero element")
     mask = _mask_for(a, method)
@@ -464,7 +476,7 @@ def random_matrix(rows, cols, tail_df=0.0, seed=0) -> np.ndarray:
     df = _checks.scalar("tail_df", tail_df)
     if df != 0 and df < 1:
         raise ValueError(f"tail_df must be 0 (normal) or >= 1 (got {df:g})")
-    seed = int(_checks.in_range("seed", _checks.scalar("seed", seed), 0, 2**32 - 1))
+    seed = _checks.seed(seed)
     rng = np.random.default_rng(seed)
     return rng.standard_normal((rows, cols)) if df == 0 else rng.standard_t(df, (rows, cols))
 
@@ -491,7 +503,7 @@ def teacher_dataset(samples=12288, seed=0) -> dict:
     samples = _checks.count("samples", samples, 1e5)
     if samples < 3:
         raise ValueError(f"samples must be >= 3 (got {samples})")
-    seed = int(_checks.in_range("seed", _checks.scalar("seed", seed), 0, 2**32 - 1))
+    seed = _checks.seed(seed)
     rng = np.random.default_rng(seed)
     inputs, classes = MLP_WIDTHS[0], MLP_WIDTHS[-1]
     x = rng.standard_normal((samples, inputs))
@@ -579,6 +591,25 @@ def _sparse_momentum_update(weights, masks, momenta, prune_rate):
             m.ravel()[idle[order]] = True
 
 
+#: Most samples :func:`train` passes through the network, epochs x training samples, and
+#: most SGD steps it takes: a few seconds on two cores (the chapter's runs take a fifth).
+MAX_TRAINING_SAMPLES = 250_000
+MAX_TRAINING_STEPS = 10_000
+
+
+def _check_training_work(epochs: int, samples: int, batch: int) -> None:
+    seen = epochs * (2 * samples // 3)
+    steps = epochs * -(-(2 * samples // 3) // batch)
+    if seen > MAX_TRAINING_SAMPLES:
+        raise ValueError(f"(epochs + finetune_2_4) x training samples (two thirds of samples) "
+                         f"must be at most {MAX_TRAINING_SAMPLES:,} (got {epochs} x "
+                         f"{2 * samples // 3:,} = {seen:,}): fewer epochs or samples")
+    if steps > MAX_TRAINING_STEPS:
+        raise ValueError(f"(epochs + finetune_2_4) x steps per epoch (training samples / batch) "
+                         f"must be at most {MAX_TRAINING_STEPS:,} (got {steps:,}): a larger "
+                         "batch, fewer epochs or fewer samples")
+
+
 @_checks.finite_result
 def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.5,
           finetune_2_4=0, learning_rate=0.05, batch=128, seed=0, samples=12288) -> dict:
@@ -595,7 +626,8 @@ def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.
     ``finetune_2_4`` more epochs then follow with each mask cut to 2:4 (the kept weights of
     largest magnitude) and fixed. Returns per epoch "accuracy" (test), "loss" (training) and
     "density" (epochs x layers), and the final "weights" and "masks". Seeded, deterministic;
-    ``samples`` is the size of :func:`teacher_dataset` (two thirds for training).
+    ``samples`` is the size of :func:`teacher_dataset` (two thirds for training). A run is
+    bounded by :data:`MAX_TRAINING_SAMPLES` samples seen and :data:`MAX_TRAINING_STEPS` steps.
     Explained in :doc:`/book/sparsity` (section "Sparse training: the post's algorithm").
     """
     method = _checks.choice("method", method, TRAINING_METHODS)
@@ -609,8 +641,9 @@ def train(method: str = "sparse momentum", density=0.5, epochs=12, prune_rate=0.
         raise ValueError(f"finetune_2_4 must be a whole number in [0, 200] (got {finetune_2_4})")
     lr = float(_checks.in_range("learning_rate", _checks.scalar("learning_rate", learning_rate), 1e-6, 1.0))
     batch = _checks.count("batch", batch, 4096)
-    seed = int(_checks.in_range("seed", _checks.scalar("seed", seed), 0, 2**32 - 1))
+    seed = _checks.seed(seed)
     samples = _checks.count("samples", samples, 5e4)
+    _check_training_work(epochs + extra, samples, batch)
     data = teacher_dataset(samples, seed=seed)
     rng = np.random.default_rng(seed + 1)
     shapes = list(zip(MLP_WIDTHS[1:], MLP_WIDTHS[:-1]))

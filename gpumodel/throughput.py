@@ -348,21 +348,42 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
             "floor": np.full(n, GPU_FLOOR_SECONDS), "host": np.full(n, host), "peak": peak}
 
 
+KERNEL_COLUMNS = ("flops", "bytes", "launches")
+
+
+def _kernel_column(kernels: dict, key: str, length: int | None = None) -> np.ndarray:
+    column = _checks.non_negative(f"kernels[{key!r}]", kernels[key])
+    if column.ndim != 1:
+        raise ValueError(f"kernels[{key!r}] must be a 1-D list of numbers, one per kernel "
+                         f"(got shape {column.shape})")
+    if length is not None and column.size != length:
+        raise ValueError(f"kernels[{key!r}] must have as many entries as kernels['flops'] "
+                         f"({length}; got {column.size})")
+    return column
+
+
+#: The keys a kernel table may hold (the *_kernels functions' columns).
+KERNEL_KEYS = ("kernel", *KERNEL_COLUMNS, "kind", "dequantized")
+
+
+def _unknown_keys(name: str, given: dict, known) -> None:
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise ValueError(f"{name} has unknown keys {', '.join(map(repr, unknown))} "
+                         f"(known: {', '.join(known)})")
+
+
 def _kernel_arrays(kernels: dict):
-    if not isinstance(kernels, dict) or not {"flops", "bytes", "launches"} <= set(kernels):
+    if not isinstance(kernels, dict) or not set(KERNEL_COLUMNS) <= set(kernels):
         raise ValueError("kernels must be a dict from one of the *_kernels functions")
-    arrays = []
-    for key in ("flops", "bytes", "launches"):
-        a = _checks.non_negative(f"kernels[{key!r}]", kernels[key])
-        if np.ndim(a) != 1:
-            raise ValueError(f"kernels[{key!r}] must be a 1-D list of numbers")
-        arrays.append(np.asarray(a, float))
-    if not (len(arrays[0]) == len(arrays[1]) == len(arrays[2])):
-        raise ValueError("kernels['flops'], ['bytes'] and ['launches'] must have one entry each")
-    kinds = list(kernels.get("kind", ["gemm"] * len(arrays[0])))
-    if len(kinds) != len(arrays[0]) or any(k not in KINDS for k in kinds):
+    _unknown_keys("kernels", kernels, KERNEL_KEYS)
+    flops = _kernel_column(kernels, "flops")
+    nbytes, launches = (_kernel_column(kernels, key, flops.size) for key in KERNEL_COLUMNS[1:])
+    kinds = kernels.get("kind", ["gemm"] * flops.size)
+    if isinstance(kinds, (str, bytes)) or np.ndim(kinds) != 1 or len(kinds) != flops.size \
+            or any(not isinstance(k, str) or k not in KINDS for k in kinds):
         raise ValueError(f"kernels['kind'] must give one of {KINDS} per kernel")
-    return arrays[0], arrays[1], arrays[2], np.array(kinds)
+    return flops, nbytes, launches, np.array(kinds)
 
 
 def _kernel_terms(kernels: dict, rates: dict):
@@ -375,8 +396,8 @@ def _kernel_terms(kernels: dict, rates: dict):
                            rates["stream"][None, :])
     compute = flops[:, None] / compute_rate
     if "dequantized" in kernels:
-        unpacked = _checks.non_negative("kernels['dequantized']", kernels["dequantized"])
-        compute = np.maximum(compute, np.asarray(unpacked, float)[:, None] / rates["dequant"][None, :])
+        unpacked = _kernel_column(kernels, "dequantized", flops.size)
+        compute = np.maximum(compute, unpacked[:, None] / rates["dequant"][None, :])
     memory_s = nbytes[:, None] / memory_rate
     floor = np.broadcast_to(rates["floor"][None, :], compute.shape)
     return compute, memory_s, floor, launches[:, None]
@@ -399,6 +420,7 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
     if not isinstance(rates, dict) or not set(RATE_KEYS) <= set(rates):
         raise ValueError(f"rates must be a dict with the keys {', '.join(RATE_KEYS)} "
                          "(and optionally attention, else the gemm rate)")
+    _unknown_keys("rates", rates, RATE_KEYS + ("attention",))
     keys = RATE_KEYS + (("attention",) if "attention" in rates else ())
     rates = {k: np.atleast_1d(_checks.positive(f"rates[{k!r}]", rates[k])).astype(float)
              if k != "floor" and k != "host" else
@@ -674,6 +696,8 @@ def _cards(accelerators, name: str = "accelerators") -> list:
 def _batches(batch, n: int) -> list:
     if batch is None:
         return [None] * n
+    if isinstance(batch, np.ndarray) and batch.ndim == 0:
+        batch = batch.item()
     if isinstance(batch, (list, tuple, np.ndarray)):
         values = list(np.asarray(batch, dtype=object).ravel()) if not isinstance(batch, list) \
             else batch
@@ -745,7 +769,7 @@ def relative_throughput(workload: str, accelerators=None, reference: str = REFER
 
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
-    if isinstance(batch, (list, tuple, np.ndarray)):
+    if isinstance(batch, (list, tuple)) or np.ndim(batch) > 0:
         raise ValueError("relative_throughput takes one batch for all cards; use throughput() "
                          "for per-card batches")
     cards = _cards(accelerators) + _cards([reference], "reference")
@@ -850,20 +874,26 @@ def median_error(workload: str, predictor: str = "model", reference: str | None 
 
 # --- ranking and recommendation -----------------------------------------------------------------
 
-def _price(acc, prices) -> float | None:
-    if prices is not None and acc.name in prices:
-        return float(_checks.non_negative(f"prices[{acc.name!r}]", prices[acc.name]))
-    return acc.launch_price_usd
+def _price(acc, prices: dict) -> float | None:
+    return prices.get(acc.name, acc.launch_price_usd)
 
 
-def _check_prices(prices) -> None:
+def _check_prices(prices) -> dict:
+    """``prices`` keyed by the table's accelerator names (matched as :func:`hardware.get` does:
+    case, spaces and dashes ignored); two keys naming one card are refused."""
     if prices is None:
-        return
+        return {}
     if not isinstance(prices, dict):
         raise ValueError("prices must be a dict from accelerator name to US dollars")
-    for name, value in prices.items():
-        _cards([name], "prices")
-        _checks.non_negative(f"prices[{name!r}]", value)
+    out, given = {}, {}
+    for key, value in prices.items():
+        name = _cards([key], "prices")[0].name
+        if name in out:
+            raise ValueError(f"prices names {name!r} twice ({given[name]!r} and {key!r})")
+        label = f"prices[{key!r}]"
+        out[name] = float(_checks.non_negative(label, _checks.scalar(label, value)))
+        given[name] = key
+    return out
 
 
 #: The measured rows whose left-out errors give each workload's error band.
@@ -923,7 +953,7 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     workload = _workload(workload)
     cards = _cards(accelerators)
     ref = _cards([reference], "reference")[0]
-    _check_prices(prices)
+    prices = _check_prices(prices)
     both = throughput(workload, cards + [ref], batch, math=math, **options)
     speed, base = both[:-1], both[-1]
     low, high = band(workload)

@@ -486,11 +486,16 @@ def unscored(measurements: str | None = None) -> list[dict]:
 def summary(scored: list[dict]) -> dict:
     """Per chapter and overall: rows, median and 90th-percentile |rel_error|, share within 30%, worst three.
 
+    Every ``rel_error`` must be a finite number: a row that could not be scored (NaN, None)
+    is refused, naming its id, rather than turning every statistic into NaN; leave such rows
+    out (or list them as unscored) before summarising.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if not isinstance(scored, list) or not all(
             isinstance(r, dict) and {"id", "chapter", "rel_error"} <= set(r) for r in scored):
         raise ValueError("scored must be the list of dicts that rows() returns")
+    for i, r in enumerate(scored):
+        _checks.scalar(f"scored[{i}]['rel_error'] (row {r['id']!r})", r["rel_error"])
     out = {"chapters": {}, "overall": _stats([r["rel_error"] for r in scored])}
     for chapter in CHAPTERS:
         mine = [r for r in scored if r["chapter"] == chapter]

@@ -1,9 +1,11 @@
 """Tests of gpumodel.brain: every term of the estimate, the projection's edges, the data."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpumodel import brain
@@ -93,3 +95,41 @@ def test_projection_properties(start, target, period):
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- issue 24 ---------------------------------------------------------------------------------
+
+def test_estimate_terms_refuses_shapes_that_estimate_refuses():
+    for fn in (brain.estimate_terms, brain.estimate):
+        with pytest.raises(ValueError, match="granule_cells"):
+            fn(granule_cells=[1e9, 2e9], purkinje_cells=[1e6, 2e6, 3e6])
+
+
+@pytest.mark.parametrize("years", [[0.0, 1e-300], [1e300, 1e300 * (1 + 1e-15)], [1e200, 2e200]])
+def test_fitted_doubling_years_refuses_degenerate_years(years, capfd):
+    with pytest.raises(ValueError, match="years"):
+        brain.fitted_doubling_years(years, [1.0, 2.0])
+    assert capfd.readouterr().err == ""
+
+
+def test_fitted_doubling_years_of_close_years():
+    assert brain.fitted_doubling_years([2000, 2000 + 1e-9, 2001], [1.0, 2.0, 4.0]) \
+        == pytest.approx(2 / 3, rel=1e-6)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(years=st.lists(st.floats(min_value=-1e300, max_value=1e300), min_size=2, max_size=6),
+       step=st.floats(min_value=1e-300, max_value=1e3))
+def test_fitted_doubling_years_never_fails_inside_numpy(years, step, capfd):
+    flops = 2.0 ** np.arange(len(years)) * step
+    capfd.readouterr()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            period = brain.fitted_doubling_years(years, flops)
+    except ValueError as err:
+        assert "years" in str(err) or "flops" in str(err)
+    else:
+        assert period > 0 and np.isfinite(period)
+    assert capfd.readouterr().err == ""

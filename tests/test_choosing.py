@@ -363,3 +363,39 @@ def test_every_llama_pretraining_row_is_scored_and_overrated():
     rows = C.llm_train_rows()
     assert len(rows) == 6
     assert all(r["rel_error"] > 0 for r in rows)
+
+
+# --- issue 24 ---------------------------------------------------------------------------------
+
+def test_a_zero_d_batch_is_one_batch_for_all_cards():
+    cards = ["H100 SXM5", "A100 SXM4 40GB"]
+    for batch in (np.array(4), np.int64(4)):
+        assert np.array_equal(throughput.throughput("llm-decode", cards, batch),
+                              throughput.throughput("llm-decode", cards, 4))
+        assert np.array_equal(throughput.relative_throughput("llm-decode", cards, batch=batch),
+                              throughput.relative_throughput("llm-decode", cards, batch=4))
+    rank = throughput.rank("llm-decode", accelerators=cards, batch=np.array(4))
+    assert rank == throughput.rank("llm-decode", accelerators=cards, batch=4)
+
+
+def test_price_keys_match_card_names_as_hardware_get_does():
+    cards = ["H100 SXM5", "RTX 4090"]
+    exact = throughput.rank("llm-decode", accelerators=cards, prices={"H100 SXM5": 1.0})
+    other = throughput.rank("llm-decode", accelerators=cards, prices={"h100 sxm5": 1.0})
+    assert exact == other and exact[0]["price_usd"] == 1.0
+    with pytest.raises(ValueError, match="prices"):
+        throughput.rank("llm-decode", prices={"h100 sxm5": 1.0, "H100 SXM5": 2.0})
+    with pytest.raises(ValueError, match="prices"):
+        throughput.rank("llm-decode", prices={"H100 SXM9": 1.0})
+
+
+@pytest.mark.parametrize("key, bad", [("launches", [True, 1.0]), ("launches", [-1.0, 1.0]),
+                                      ("flops", [1e9, 1 + 2j]), ("bytes", [[1e6, 1e8]]),
+                                      ("dequantized", [1.0]), ("dequantized", 3.0),
+                                      ("Launches", [1.0, 1.0])])
+def test_bad_kernel_tables_are_refused(key, bad):
+    kernels = {"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0], key: bad}
+    for fn in (throughput.kernel_times, throughput.time_by_regime,
+               throughput.flop_utilization, throughput.step_parts):
+        with pytest.raises(ValueError, match="kernels"):
+            fn(kernels, "H100 SXM5")

@@ -317,7 +317,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "throughput.time_by_regime": dict(
         kernels={"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0]},
         accelerators=["H100 SXM5", "RTX 4090"], math="16-bit", engine="llama.cpp"),
-    "throughput.kernel_times": dict(kernels={"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0]},
+    "throughput.kernel_times": dict(kernels={"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0],
+                                             "kind": ["weights", "elementwise"], "dequantized": [4e6, 0.0]},
                                     accelerators=["A100 SXM4 40GB", "H100 SXM5"], math="16-bit",
                                     engine="compiled"),
     "throughput.step_parts": dict(kernels={"flops": [1e9, 0.0], "bytes": [1e6, 1e8], "launches": [2.0, 1.0]},
@@ -816,6 +817,118 @@ def test_any_number_anywhere_keeps_the_contract(slot, value):
     fn = target(key)
     problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)})
     assert problem is None, f"{key}({name}={value!r}): {problem}"
+
+
+# --- entries of dict-valued arguments and fractional counts -----------------------------------
+
+#: Dict-valued parameters whose numeric entries must each be a finite number >= 0 of the right
+#: shape: a bad entry (or an unknown key) is refused naming the parameter, never used or ignored.
+CHECKED_DICTS = {"kernels", "prices", "rates"}
+#: Parameters with a whole-number baseline that take fractions too, and why.
+FRACTIONAL_OK = {
+    ("parallelism.tensor_parallel_bytes", "tokens"): "an average number of tokens per GPU",
+    ("tensor_cores.k_step_cycles", "share_a"): "an average reuse of a strip through L2",
+    ("tensor_cores.k_step_cycles", "share_b"): "an average reuse of a strip through L2",
+    ("workloads.max_training_batch", "memory_bytes"): "a capacity in bytes, not a count",
+}
+BAD_ENTRIES = [("negative", -1.0), ("true", True), ("numpy_bool", np.bool_(True)),
+               ("complex", 1 + 1j), ("nan", math.nan), ("inf", math.inf), ("string", "1"),
+               ("none", None)]
+
+
+def entry_mutations(kwargs: dict, name: str):
+    """(label, kwargs) pairs: one entry of the dict ``kwargs[name]`` made bad, one way at a time."""
+    given = kwargs[name]
+    for key, value in given.items():
+        if _is_number(value):
+            cases = BAD_ENTRIES + [("two_d", [[value]])]
+        elif _is_array(value) and np.ndim(value) == 1:
+            items = list(value)
+            cases = [(f"[0] {label}", [bad] + items[1:]) for label, bad in BAD_ENTRIES]
+            cases += [("two_d", [items, items]), ("short", items[:-1])]
+        else:
+            continue
+        for label, bad in cases:
+            yield f"{key} {label}", {**kwargs, name: {**given, key: bad}}
+
+
+def key_mutations(kwargs: dict, name: str):
+    """(label, kwargs) pairs: a key of ``kwargs[name]`` in another case, or an unknown key added."""
+    given = kwargs[name]
+    for key in given:
+        if isinstance(key, str) and key.swapcase() != key:
+            renamed = {(k.swapcase() if k == key else k): v for k, v in given.items()}
+            yield f"key {key!r} in another case", {**kwargs, name: renamed}
+    extra = {**given, "no such key": next(iter(given.values()))}
+    yield "unknown key", {**kwargs, name: extra}
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def _dict_slots():
+    return [(key, name) for key in sorted(set(REGISTRY) & set(public_functions()))
+            for name, value in baseline(key).items() if isinstance(value, dict) and value]
+
+
+def _refusal(call, name: str) -> str | None:
+    """None if ``call()`` raises a ValueError naming ``name``, else what it did."""
+    try:
+        result = call()
+    except ValueError as err:
+        return None if names_one_of(str(err), [name]) else f"ValueError not naming {name}: {err}"
+    except Exception as err:  # noqa: BLE001
+        return f"{type(err).__name__}: {err}"
+    return f"accepted, giving {_show(result)}"
+
+
+@pytest.mark.parametrize("slot", _dict_slots(), ids="{0[0]}-{0[1]}".format)
+def test_bad_dict_entries_are_refused_or_harmless(slot):
+    """A bad entry inside a dict argument: refused naming the dict (always, for
+    :data:`CHECKED_DICTS`), or else the house contract; a key in another case is matched
+    (same result) or refused; an unknown key in a checked dict is refused."""
+    key, name = slot
+    fn, kwargs = target(key), baseline(key)
+    names = {p.name for p in parameters(key)}
+    expected = fn(**kwargs)
+    failures = []
+    for label, mutated in entry_mutations(kwargs, name):
+        call = lambda m=mutated: fn(**m)
+        problem = _refusal(call, name) if name in CHECKED_DICTS else check(call, names)
+        if problem:
+            failures.append(f"{label}: {problem}")
+    for label, mutated in key_mutations(kwargs, name):
+        if label == "unknown key" and name not in CHECKED_DICTS:
+            continue
+        problem = _refusal(lambda m=mutated: fn(**m), name)
+        if problem and not (label != "unknown key" and _same(fn(**mutated), expected)):
+            failures.append(f"{label}: {problem}")
+    assert not failures, f"{key}({name}=...): " + "; ".join(failures[:8])
+
+
+def _whole_slots():
+    return [(key, name) for key in sorted(set(REGISTRY) & set(public_functions()))
+            for name, value in baseline(key).items()
+            if isinstance(value, int) and not isinstance(value, bool)
+            and (key, name) not in FRACTIONAL_OK]
+
+
+@pytest.mark.parametrize("slot", _whole_slots(), ids="{0[0]}-{0[1]}".format)
+def test_fractional_counts_are_refused_naming_them(slot):
+    """A seed or count given as x.5 is refused naming it, never truncated."""
+    key, name = slot
+    kwargs = baseline(key)
+    value = kwargs[name] + 0.5
+    problem = _refusal(lambda: target(key)(**{**kwargs, name: value}), name)
+    assert problem is None, f"{key}({name}={value}): {problem}"
 
 
 def fuzz_everything() -> Tally:

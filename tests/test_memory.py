@@ -191,3 +191,24 @@ def test_more_bandwidth_never_slower(nbytes, bandwidth, factor):
     except ValueError:  # the time under- or overflows float64: refused, never inf
         return
     assert np.isfinite(slow) and fast <= slow
+
+
+# --- issue 24: physical properties ------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(m=st.integers(1, 5000), k=st.integers(1, 5000), n=st.integers(1, 5000),
+       tile=st.integers(1, 512), dtype=st.sampled_from(["fp32", "fp16", "int8"]),
+       scheme=st.sampled_from(list(memory.LOAD_SCHEMES)))
+def test_tile_traffic_is_at_least_the_operands(m, k, n, tile, dtype, scheme):
+    traffic = memory.matmul_tile_traffic(m, k, n, tile, dtype, scheme)
+    assert traffic >= (m * k + k * n) * units.dtype_bytes(dtype)
+
+
+def test_all_pairs_count_is_clamped_where_it_stops_being_a_traffic():
+    assert memory.tile_loads(8, 8, 8, 8) == 1
+    assert memory.matmul_tile_traffic(8, 8, 8, 8, "fp32", "all_pairs") == 2 * 8 * 8 * 4
+
+
+def test_shape_mismatch_names_the_callers_arguments():
+    with pytest.raises(ValueError, match=r"tile \(2,\), bandwidth \(3,\)"):
+        memory.tpu_post_seconds([128, 256], [1.0, 2.0, 3.0])

@@ -151,3 +151,23 @@ def test_bubble_is_a_share(p, m, v):
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --- issue 24: physical properties ------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(compute=st.floats(min_value=5e-324, max_value=1e300),
+       comm=st.floats(min_value=0.0, max_value=1e300),
+       overlap=st.floats(0.0, 1.0), share=st.floats(0.0, 1.0))
+def test_scaling_efficiency_is_in_zero_one_or_refused(compute, comm, overlap, share):
+    try:
+        efficiency = par.scaling_efficiency(compute, comm, overlap, share)
+    except ValueError as err:
+        assert "compute_seconds" in str(err)
+        return
+    assert 0.0 < efficiency <= 1.0
+
+
+def test_scaling_efficiency_refuses_an_underflow():
+    with pytest.raises(ValueError, match="compute_seconds"):
+        par.scaling_efficiency(5e-324, 2.0, 0, 0)

@@ -541,3 +541,67 @@ def test_blockwise_quantize_does_not_pad_past_the_data():
 
 def test_format_table_takes_one_name():
     assert p.format_table("fp16") == [p.format_info("fp16")]
+
+
+# --- issue 24: subnormals, names, speed ---------------------------------------------------------
+
+#: Finite values up to 1e300: within a few ulps of the float64 maximum a block's rounding
+#: may step past it, which the house contract refuses as an overflow.
+finite_values = st.one_of(st.floats(min_value=-1e300, max_value=1e300),
+                          st.floats(min_value=-1e-300, max_value=1e-300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.lists(finite_values, min_size=1, max_size=40),
+       name=st.sampled_from(["fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int8", "nf4"]),
+       scheme=st.sampled_from(list(p.SCALING_SCHEMES)))
+def test_scheme_quantize_is_finite_for_any_finite_input(x, name, scheme):
+    q = p.scheme_quantize(x, name, scheme)
+    assert q.shape == (len(x),) and np.all(np.isfinite(q))
+    assert np.all((q == 0) | (np.sign(q) == np.sign(x)))
+
+
+@pytest.mark.parametrize("scheme", list(p.SCALING_SCHEMES))
+def test_subnormal_input_quantizes(scheme):
+    for name in ("fp8_e4m3", "fp4_e2m1"):
+        assert np.isfinite(p.scheme_quantize([5e-324], name, scheme)).all()
+        losses = p.cast_losses([5e-324, 1e-320], name, scheme)
+        assert all(0.0 <= v <= 1.0 for v in losses.values())
+
+
+def test_negative_zero_spread_is_zero():
+    assert np.allclose(np.abs(p.gradient_sample(10, -5, -0.0)), 1e-5, rtol=1e-12)
+    assert p.gradient_matrix(3, 4, -5, -0.0, -0.0).shape == (3, 4)
+
+
+def test_a_single_number_with_an_axis_is_blamed_on_x():
+    with pytest.raises(ValueError, match="X must be an array"):
+        p.absmax_quantize_int8(3.0)
+    assert p.absmax_quantize_int8(3.0, axis=None) == 3.0
+
+
+@pytest.mark.parametrize("call", [lambda: p.gradient_sample(10, -3, 1, seed=1.5),
+                                  lambda: p.gradient_matrix(2, 2, -3, 1, 1, seed=2**32)])
+def test_seeds_are_whole_numbers_in_range(call):
+    with pytest.raises(ValueError, match="seed"):
+        call()
+
+
+def _seconds(call) -> float:
+    import time
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def test_loss_scale_run_of_a_million_steps_is_fast():
+    peaks = 10.0 ** np.random.default_rng(0).normal(-3, 1, 10**6)
+    assert _seconds(lambda: p.dynamic_loss_scale_run(peaks)) < 10.0
+    assert _seconds(lambda: p.dynamic_loss_scale_trace(peaks > 0.1)) < 10.0
+    with pytest.raises(ValueError, match="grad_max"):
+        p.dynamic_loss_scale_run(np.ones(p.MAX_STEPS + 1))
+
+
+def test_nvfp4_on_4096_squared_is_fast():
+    x = np.random.default_rng(0).standard_normal((4096, 4096))
+    assert _seconds(lambda: p.scheme_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)")) < 15.0

@@ -243,3 +243,53 @@ def test_measured_cases_against_the_model():
     assert sx.vit_step_share() == pytest.approx(share)
     assert sx.bert_linear_share(16) == pytest.approx(
         2 * 16 * 384 * 12 * (4 * 768**2 + 2 * 768 * 3072) / 312e12 / 19.35e-3)
+
+
+# --- issue 24: seeds, bounds, speed -----------------------------------------------------------
+
+@pytest.mark.parametrize("call", [lambda: sp.random_matrix(2, 2, seed=1.5),
+                                  lambda: sp.teacher_dataset(30, seed=0.5),
+                                  lambda: sp.train(epochs=1, samples=60, seed=2.5),
+                                  lambda: sp.random_matrix(2, 2, seed=-1)])
+def test_fractional_or_negative_seeds_are_refused(call):
+    with pytest.raises(ValueError, match="seed"):
+        call()
+
+
+def test_training_work_is_bounded_and_the_message_says_so():
+    with pytest.raises(ValueError, match=r"epochs \+ finetune_2_4.*250,000"):
+        sp.train(epochs=200, samples=50000)
+    with pytest.raises(ValueError, match=r"steps per epoch.*batch"):
+        sp.train(epochs=30, samples=3000, batch=1)
+
+
+def _seconds(call) -> float:
+    import time
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def test_training_at_the_work_bound_finishes():
+    epochs = sp.MAX_TRAINING_SAMPLES // 8192
+    assert _seconds(lambda: sp.train("dense", epochs=epochs, batch=1024)) < 60.0
+
+
+def test_unstructured_pruning_at_the_bound_is_fast():
+    a = sp.random_matrix(4096, 4096, seed=1)
+    b = sp.random_matrix(4096, 256, seed=2)
+    assert _seconds(lambda: sp.pruning_loss(a, b, "unstructured")) < 20.0
+    with pytest.raises(ValueError, match="b"):
+        sp.pruning_loss(a, sp.random_matrix(4096, 257, seed=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=hnp.arrays(float, hnp.array_shapes(min_dims=2, max_dims=2, max_side=12),
+                    elements=st.integers(-3, 3).map(float)),
+       density=st.floats(0.0, 1.0))
+def test_magnitude_mask_keeps_the_largest_with_earlier_ties(a, density):
+    keep = int(round(density * a.size))
+    order = np.argsort(-np.abs(a).ravel(), kind="stable")[:keep]
+    expected = np.zeros(a.size, bool)
+    expected[order] = True
+    assert np.array_equal(sp.magnitude_mask(a, density), expected.reshape(a.shape))

@@ -206,3 +206,11 @@ def test_cv_cli_prints_in_sample_and_left_out_and_json_carries_tau():
     payload = json.loads(out.stdout)
     assert {"chapters", "overall", "tau"} <= set(payload["summary"])
     assert all(r["cv"] in ("chip", "workload") for r in payload["rows"])
+
+
+@pytest.mark.parametrize("error", [float("nan"), float("inf"), None, True, "0.1"])
+def test_summary_refuses_an_unscored_error(error):
+    rows = [{"id": "a", "chapter": "sparsity", "rel_error": 0.1},
+            {"id": "b", "chapter": "sparsity", "rel_error": error}]
+    with pytest.raises(ValueError, match=r"scored\[1\].*'b'"):
+        validate.summary(rows)
