@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -34,7 +35,12 @@ def _fmt(value) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.4g}"
-    return str(value)
+    return _printable(str(value))
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: a reader's file must not drive the terminal."""
+    return text if text.isprintable() else ascii(text)[1:-1]
 
 
 def _list(args) -> tuple[list[dict], list[str]]:
@@ -93,13 +99,15 @@ def _validate(args) -> tuple[list[dict], list[str], dict]:
         rows = validate.cross_validate(args.chapter)
         return rows, ["id", "chapter", "hardware", "measured", "predicted", "unit", "rel_error",
                       "cv", "left_out"], dict(validate.cv_summary(args.chapter), kind="cv")
-    rows = validate.rows(args.model, args.chapter, args.measurements)
-    if not rows:
+    rows, unscored = validate._score(args.model, args.chapter, args.measurements)
+    if not rows and not args.measurements:
         raise ValueError("no measured row could be scored (check the ids and hardware names; "
                          "see measurements/README.md)")
+    summary = validate.summary(rows)
+    if args.measurements:
+        summary = dict(summary, unscored=unscored)
     return rows, ["id", "chapter", "hardware", "workload", "measured", "predicted", "unit",
-                  "rel_error"], \
-        validate.summary(rows)
+                  "rel_error"], summary
 
 
 def _cv_text(summary: dict) -> str:
@@ -119,9 +127,22 @@ def _cv_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _unscored_text(unscored: list[dict]) -> str:
+    lines = ["", f"unscored: {len(unscored)} rows"]
+    for r in unscored:
+        lines.append(_printable(f"{r['file']}, line {r['line']}: {r['id']!r:.80}: {r['reason']}"))
+    return "\n".join(lines)
+
+
 def _summary_text(summary: dict) -> str:
     if summary.get("kind") == "cv":
         return _cv_text(summary)
+    if "unscored" in summary:
+        unscored = _unscored_text(summary["unscored"])
+        summary = {k: v for k, v in summary.items() if k != "unscored"}
+        if not summary["overall"]["rows"]:
+            return "\nno row could be scored" + unscored
+        return _summary_text(summary) + unscored
     lines = ["", "chapter            rows  median |err|  p90 |err|  within 30%"]
     for name, s in list(summary["chapters"].items()) + [("overall", summary["overall"])]:
         lines.append(f"{name:18s} {s['rows']:4d}  {s['median']:12.1%}  {s['p90']:9.1%}  "
@@ -198,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_finite(rows)
         if args.json:
             payload = {"rows": rows, "summary": extra[0]} if extra else rows
+            if extra and "unscored" in extra[0]:
+                payload["unscored"] = payload["summary"].pop("unscored")
             text = json.dumps(payload, indent=2, default=float, allow_nan=False)
         else:
             text = _table(rows, columns) + (_summary_text(extra[0]) if extra else "")
@@ -205,5 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"gpumodel: error: {message}", file=sys.stderr)
         return 2
-    print(text)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return 0

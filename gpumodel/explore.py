@@ -28,12 +28,25 @@ from . import charts
 #: resize or restyle the chart in the static page.
 RESERVED_NAMES = frozenset({"width", "height", "padding", "autosize", "background", "cursor",
                             "datum", "item", "event", "parent"})
+#: Words the static chart's Vega expressions cannot use as a parameter's name: JavaScript's
+#: reserved words and literals (a syntax error) and Vega's constants and its internal ``_``
+#: (the expression would read the constant, not the slider).
+EXPRESSION_WORDS = frozenset("""
+    break case catch class const continue debugger default delete do else enum export extends
+    false finally for function if implements import in instanceof interface let new null
+    package private protected public return static super switch this throw true try typeof
+    var void while with yield await arguments eval undefined NaN Infinity
+    E LN2 LN10 LOG2E LOG10E PI SQRT1_2 SQRT2 MIN_VALUE MAX_VALUE _
+""".split())
 
 
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not name.isidentifier() or name in RESERVED_NAMES:
-        raise ValueError(f"parameter name {name!r} must be an identifier and not one of "
+        raise ValueError(f"parameter name {name!r:.60} must be an identifier and not one of "
                          f"{', '.join(sorted(RESERVED_NAMES))}")
+    if name in EXPRESSION_WORDS:
+        raise ValueError(f"parameter name {name!r} is a word of the chart's expression "
+                         "language (a JavaScript reserved word or a Vega constant); rename it")
 
 
 #: Most values a slider may step through (the static page precomputes its grid).

@@ -18,8 +18,9 @@ Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality") and in eac
 from __future__ import annotations
 
 import csv
-import dataclasses
+import functools
 import io
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -68,27 +69,123 @@ class Rule:
     predict: Callable[[dict, str, dict, object], float | None]
 
 
+class _Unscorable(ValueError):
+    """Raised by a rule that cannot predict a row; the message is the one-line reason."""
+
+
+#: Longest hardware name worth looking up; the table's longest is far shorter.
+_LONGEST_NAME = 100
+
+
+@functools.lru_cache(maxsize=1024)
+def _lookup(name: str) -> hardware.Accelerator | None:
+    try:
+        return hardware.get(name)
+    except ValueError:
+        return None
+
+
 def _card(name: str, aliases: dict | None = None) -> hardware.Accelerator:
-    return hardware.get((aliases or {}).get(name, name))
+    name = (aliases or {}).get(name, name)
+    acc = _lookup(name) if len(name) <= _LONGEST_NAME else None
+    if acc is None:
+        raise _Unscorable(f"hardware {name!r:.80} is not in the hardware table "
+                         "(python -m gpumodel list)")
+    return acc
+
+
+@functools.lru_cache(maxsize=None)
+def _known_names() -> frozenset:
+    return frozenset(hardware.names())
+
+
+#: Predictions already made with one calibration, keyed by what they depend on; bounded.
+_MEMOS: dict = {}
+_MEMO_ENTRIES = 100_000
+
+
+def _cached(cal, key: tuple, compute: Callable[[], float]) -> float:
+    """``compute()``, remembered for this calibration: the models are pure functions."""
+    holder = _MEMOS.get(id(cal))
+    if holder is None or holder[0] is not cal:
+        if len(_MEMOS) >= 16:
+            _MEMOS.clear()
+        holder = _MEMOS[id(cal)] = (cal, {})
+    memo = holder[1]
+    if key not in memo:
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]
+
+
+def _peak(acc: hardware.Accelerator, dtype: str) -> float:
+    peak = _peak_or_none(acc.name, dtype) if len(dtype) <= _LONGEST_NAME else None
+    if peak is None:
+        raise _Unscorable(f"{acc.name} has no {dtype!r:.40} peak in the hardware table")
+    return peak
+
+
+@functools.lru_cache(maxsize=1024)
+def _peak_or_none(name: str, dtype: str) -> float | None:
+    try:
+        return _lookup(name).peak_flops(dtype)
+    except ValueError:
+        return None
 
 
 def _row_value(id: str, rows: dict) -> float:
+    if id not in rows:
+        raise _Unscorable(f"needs the row {id} in the same file")
     return rows[id]["value"]
+
+
+def _parts(row: dict, count: int, pattern: str) -> list[str]:
+    parts = row["id"].split(".")
+    if len(parts) != count:
+        raise _Unscorable(f"an id of this family looks like {pattern}")
+    return parts
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    sizes = text.split("x")
+    if len(sizes) != 3 or not all(s.isascii() and s.isdigit() and 0 < len(s) < 10 and int(s) > 0
+                                  for s in sizes):
+        raise _Unscorable(f"the shape {text!r:.40} must be three whole numbers from 1 to "
+                         "999999999, joined by x")
+    return tuple(int(s) for s in sizes)
+
+
+def _whole(row: dict, column: str) -> int:
+    if row.get(column) is None:
+        raise _Unscorable(f"{column} is empty; this family needs it")
+    return int(row[column])
 
 
 # --- memory hierarchy: GEMMs, bandwidth, A100 against V100 -------------------------------------
 
 def _deepbench(row: dict, model: str, rows: dict, cal) -> float:
-    _, _, dtype, shape, _ = row["id"].split(".")
-    m, n, k = (int(x) for x in shape.split("x"))
+    _, _, dtype, shape, _ = _parts(row, 5, "deepbench.<set>.<dtype>.<m>x<n>x<k>.<kind>")
+    m, n, k = _shape(shape)
     acc = _card(row["hardware"])
-    peak = acc.fp32_tflops * TFLOPS if dtype == "fp32" else acc.peak_flops("fp16")
+    if dtype == "fp32" and acc.fp32_tflops:
+        peak = acc.fp32_tflops * TFLOPS
+    elif dtype == "fp32":
+        raise _Unscorable(f"{acc.name} has no fp32 peak in the hardware table")
+    else:
+        peak = _peak(acc, "fp16")
     return _gemm_tflops(m, k, n, acc, peak, dtype, model, cal)
 
 
 def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str, cal) -> float:
     """TFLOPS of one GEMM: the roofline (naive) or the best tiling with waves and split-K at the
     card's sustained matmul share of peak and streaming share of bandwidth (book)."""
+    key = ("gemm", m, k, n, acc.name, peak, dtype, model)
+    return _cached(cal, key, lambda: _gemm_tflops_now(m, k, n, acc, peak, dtype, model, cal))
+
+
+def _gemm_tflops_now(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str,
+                     cal) -> float:
     flops = memory.matmul_flops(m, k, n)
     if model == "naive":
         return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
@@ -99,19 +196,23 @@ def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: st
 
 
 def _stream(row: dict, model: str, rows: dict, cal) -> float | None:
-    if MEMORY_ALIASES.get(row["hardware"], row["hardware"]) not in hardware.names():
-        return None
+    if MEMORY_ALIASES.get(row["hardware"], row["hardware"]) not in _known_names():
+        raise _Unscorable(f"hardware {row['hardware']!r:.80} is not in the hardware table "
+                          "(python -m gpumodel list)")
     share = 1.0 if model == "naive" else cal.constants["stream_share"]
     return share * _card(row["hardware"], MEMORY_ALIASES).memory_bandwidth_gbs
 
 
 def _dle(row: dict, model: str, rows: dict, cal) -> float | None:
-    _, net, side, gpus = row["id"].split(".")
+    _, net, side, gpus = _parts(row, 4, "dle.<network>.<a100 or v100_16>.<n>gpu")
     if side != "a100":
-        return None
-    old = rows.get(f"dle.{net}.v100_16.{gpus}")
+        raise _Unscorable("only the a100 side of an A100/V100 pair is predicted")
+    pair = f"dle.{net}.v100_16.{gpus}"
+    old = rows.get(pair)
     if old is None:
-        return None
+        raise _Unscorable(f"needs its V100 pair {pair} in the same file")
+    if row["batch"] is None or old["batch"] is None:
+        raise _Unscorable(f"batch is empty here or in {pair}; this family needs both")
     ratio = float(memory.bandwidth_ratio(_card(row["hardware"]).memory_bandwidth_gbs,
                                          _card(old["hardware"]).memory_bandwidth_gbs))
     if model == "naive":
@@ -128,7 +229,7 @@ def _mamf(row: dict, model: str, rows: dict, cal) -> float:
     dtype = row["id"].split(".")[-1]
     acc = _card(row["hardware"], PEAK_ALIASES)
     share = 1.0 if model == "naive" else cal.constants["gemm_share"]
-    return share * acc.peak_flops(dtype) / TFLOPS
+    return share * _peak(acc, dtype) / TFLOPS
 
 
 #: Bits per weight of each compiled decoding format in the data: int8 keeps one BF16 scale per
@@ -145,27 +246,37 @@ COMPILED_MODELS = {"llama2_7b": workloads.LLAMA2_7B, "llama3_8b": workloads.LLAM
 
 def _gptfast(row: dict, model: str, rows: dict, cal) -> float | None:
     """gpt-fast and torchao decoding at batch 1 (one GPU): the compiled engine, CUDA graphs."""
-    _, name, _, fmt = row["id"].split(".")
-    if fmt not in COMPILED_BITS or name not in COMPILED_MODELS or (row.get("gpus") or 1) != 1:
-        return None
+    _, name, _, fmt = _parts(row, 4, "gptfast.<model>.<card>.<format>")
+    if fmt not in COMPILED_BITS:
+        raise _Unscorable(f"format {fmt!r:.40} is not one of {', '.join(COMPILED_BITS)}")
+    if name not in COMPILED_MODELS:
+        raise _Unscorable(f"model {name!r:.40} is not one of {', '.join(COMPILED_MODELS)}")
+    if (row.get("gpus") or 1) != 1:
+        raise _Unscorable("the decoding model covers one GPU; gpus must be 1 or empty")
     acc = _card(row["hardware"])
     arch, bits = COMPILED_MODELS[name], COMPILED_BITS[fmt]
     if model == "naive":
         nbytes = throughput.weight_bytes(bits, **arch, input_embedding=False)
         return float(acc.bandwidth / nbytes)
-    return float(throughput.throughput("llm-decode", [acc], 1, engine="compiled",
-                                       calibration=cal, context=8, weight_bits=bits, **arch)[0])
+    return _cached(cal, ("gptfast", acc.name, name, fmt), lambda: float(throughput.throughput(
+        "llm-decode", [acc], 1, engine="compiled", calibration=cal, context=8,
+        weight_bits=bits, **arch)[0]))
 
 
 def _matmul(row: dict, model: str, rows: dict, cal) -> float | None:
     """A large dense matmul on one card: the fitted large-GEMM share x the dense peak of its dtype."""
-    dtype = row["id"].split(".")[2]
+    parts = row["id"].split(".")
+    dtype = parts[2] if len(parts) > 2 else ""
     name = PEAK_ALIASES.get(row["hardware"], row["hardware"])
-    if name not in hardware.names() or dtype not in hardware.TENSOR_COLUMNS:
-        return None
+    if dtype not in hardware.TENSOR_COLUMNS:
+        raise _Unscorable("the id's third part must be one of "
+                          f"{', '.join(hardware.TENSOR_COLUMNS)}")
+    if name not in _known_names():
+        raise _Unscorable(f"hardware {name!r:.80} is not in the hardware table "
+                          "(python -m gpumodel list)")
     acc = hardware.get(name)
     share = 1.0 if model == "naive" else cal.constants["gemm_share"]
-    return share * acc.peak_flops(dtype) / TFLOPS
+    return share * _peak(acc, dtype) / TFLOPS
 
 
 # --- sparsity -----------------------------------------------------------------------------------
@@ -174,6 +285,21 @@ def _sparse_speedup(case: str, model: str, rows: dict) -> float:
     """The chapter's modelled speed-up of one 2:4 case (naive: the 2x of the math)."""
     if model == "naive":
         return 2.0
+    if case == "vitl_step":
+        # The sparsity chapter's Amdahl case: the MLP linears' share of SAM's ViT-L step, from
+        # their measured dense times scaled to the step's tokens (batch 8 x 64 x 64 per image)
+        # over 24 layers, at the layer model's speed-up.
+        dense = sum(_row_value(f"sparse.vitl_{x}.a100_80.dense", rows) for x in ("fc1", "fc2"))
+        step = _row_value("sparse.vitl_step.a100_80.dense", rows)
+        share = dense * VIT_STEP_TOKENS / VIT_TOKENS * 24 / step
+        layer = _layer_speedup("vitl_fc1")
+        return float(workloads.amdahl_speedup(layer, min(share, 1.0)))
+    return _layer_speedup(case)
+
+
+@functools.lru_cache(maxsize=None)
+def _layer_speedup(case: str) -> float:
+    """The modelled 2:4 speed-up of one sparse GEMM case on the A100 (pure, so cached)."""
     a100 = hardware.get("A100 SXM4 80GB")
 
     def gemm(m, k, n):
@@ -185,31 +311,30 @@ def _sparse_speedup(case: str, model: str, rows: dict) -> float:
         return float(sparsity.training_gemm_speedup(gemm(4096, 1024, VIT_TOKENS), 2))
     if case == "vitl_fc2":
         return float(sparsity.training_gemm_speedup(gemm(1024, 4096, VIT_TOKENS), 2))
-    if case == "vitl_step":
-        # The sparsity chapter's Amdahl case: the MLP linears' share of SAM's ViT-L step, from
-        # their measured dense times scaled to the step's tokens (batch 8 x 64 x 64 per image)
-        # over 24 layers, at the layer model's speed-up.
-        dense = sum(_row_value(f"sparse.vitl_{x}.a100_80.dense", rows) for x in ("fc1", "fc2"))
-        step = _row_value("sparse.vitl_step.a100_80.dense", rows)
-        share = dense * VIT_STEP_TOKENS / VIT_TOKENS * 24 / step
-        layer = float(sparsity.training_gemm_speedup(gemm(4096, 1024, VIT_TOKENS), 2))
-        return float(workloads.amdahl_speedup(layer, min(share, 1.0)))
     raise KeyError(case)
+
+
+#: The 2:4 cases the sparsity chapter models (``sparse.<case>.<card>.sparse``).
+SPARSE_CASES = ("linear_3072x10240x3072", "vitl_fc1", "vitl_fc2", "vitl_step")
 
 
 def _sparse(row: dict, model: str, rows: dict, cal) -> float | None:
     parts = row["id"].split(".")
-    if parts[-1] != "sparse" or parts[1] not in ("linear_3072x10240x3072", "vitl_fc1",
-                                                 "vitl_fc2", "vitl_step"):
-        return None
-    dense = rows.get(".".join(parts[:-1] + ["dense"]))
-    return None if dense is None else dense["value"] / _sparse_speedup(parts[1], model, rows)
+    if parts[-1] != "sparse":
+        raise _Unscorable("only the sparse side of a dense/sparse pair is predicted")
+    if parts[1] not in SPARSE_CASES:
+        raise _Unscorable(f"the case {parts[1]!r:.60} is not one of {', '.join(SPARSE_CASES)}")
+    pair = ".".join(parts[:-1] + ["dense"])
+    dense = rows.get(pair)
+    if dense is None:
+        raise _Unscorable(f"needs its dense pair {pair:.80} in the same file")
+    return dense["value"] / _sparse_speedup(parts[1], model, rows)
 
 
 def _sparse_decode(row: dict, model: str, rows: dict, cal) -> float | None:
     if not row["id"].endswith("int4_sparse") or row["unit"] != "tokens/s":
-        return None
-    dense = rows["sparse.llama3_8b.a100_80.int4"]["value"]
+        raise _Unscorable("only the int4_sparse decoding row in tokens/s is predicted")
+    dense = _row_value("sparse.llama3_8b.a100_80.int4", rows)
     if model == "naive":
         return dense * 2.0
     ratio = (_row_value("sparse.llama3_8b.int4.size", rows)
@@ -222,7 +347,10 @@ def _sparse_decode(row: dict, model: str, rows: dict, cal) -> float | None:
 def _collective(row: dict, model: str, rows: dict, cal) -> float | None:
     link = LINKS.get(row["hardware"])
     if link is None:
-        return None
+        raise _Unscorable(f"the collectives model knows the links of {', '.join(LINKS)} only")
+    if row.get("size_bytes") is None or row.get("op") is None or row.get("gpus") is None:
+        raise _Unscorable("needs size_bytes, op and gpus, which only the book's collectives.csv "
+                          "carries; write mine.allreduce.<bytes> with link= in its detail")
     bw = parallelism.link(link).bandwidth
     if model == "naive":
         return bw / GB
@@ -236,14 +364,17 @@ def _collective(row: dict, model: str, rows: dict, cal) -> float | None:
 def _lambda(row: dict, model: str, rows: dict, cal) -> float:
     workload = "transformer-train" if ".bert_large." in row["id"] else "cnn-train"
     acc = _card(row["hardware"])
-    batch = int(row["batch"])
+    batch = _whole(row, "batch")
     if model == "naive":
         table = throughput.kernels_for(workload, batch)
-        return batch * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
-    return float(throughput.throughput(workload, [acc], batch, calibration=cal)[0])
+        return batch * _peak(acc, "fp16") / float(table["flops"] @ table["launches"])
+    return _cached(cal, ("lambda", workload, acc.name, batch), lambda: float(
+        throughput.throughput(workload, [acc], batch, calibration=cal)[0]))
 
 
 def _decode(row: dict, model: str, rows: dict, cal) -> float:
+    for key in ("params", "file_bytes", "context"):
+        _detail_number(row, key)
     options = throughput._decode_options(row)
     acc = _card(row["hardware"])
     if model == "naive":
@@ -251,86 +382,115 @@ def _decode(row: dict, model: str, rows: dict, cal) -> float:
             k: v for k, v in options.items() if k not in ("weight_bits", "context")},
             input_embedding=False)
         return float(acc.bandwidth / nbytes)
-    return float(throughput.throughput("llm-decode", [acc], 1, calibration=cal, **options)[0])
+    key = ("decode", acc.name, tuple(sorted(options.items())))
+    return _cached(cal, key, lambda: float(throughput.throughput(
+        "llm-decode", [acc], 1, calibration=cal, **options)[0]))
 
 
-def _detail_field(row: dict, key: str) -> str | None:
-    for part in (row.get("detail") or "").split(";"):
-        name, _, value = part.partition("=")
-        if name.strip() == key:
-            return value.strip()
-    return None
+#: Largest number a reader's detail may state (a parameter count or a file size in bytes).
+_LARGEST_DETAIL = 1e15
 
 
-def _llm_train(row: dict, model: str, rows: dict, cal) -> float | None:
+def _detail_number(row: dict, key: str) -> float:
+    detail = row.get("detail") or ""
+    if f"{key}=" not in detail:
+        raise _Unscorable(f"its detail must state {key}= (params=, file_bytes= and context=)")
+    text = detail.split(f"{key}=")[1].split(";")[0].strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not 1 <= number <= _LARGEST_DETAIL:
+        raise _Unscorable(f"{key}= in its detail must be a number from 1 to "
+                          f"{_LARGEST_DETAIL:.0e} (got {text!r:.40})")
+    return number
+
+
+def _llm_train(row: dict, model: str, rows: dict, cal) -> float:
     """Tokens/s per GPU of a Llama 3 8B pre-training run (torchtitan, FSDP, 16-bit)."""
     if row["id"].startswith("torchao.") and not row["id"].endswith(".bf16"):
-        return None
-    if row["hardware"] not in hardware.names():
-        return None
+        raise _Unscorable("an 8-bit run: the step model has no FP8 training path")
     acc = _card(row["hardware"])
-    watts = _detail_field(row, "power_limit_w")
-    if watts is not None and acc.tdp_w:
-        acc = throughput.power_limited(acc, float(watts))
-    compiled = "compile" in row["what"]
-    batch = int(row["batch"])
-    table = throughput.llm_train_kernels(batch, gpus=int(row["gpus"]), fused=compiled)
+    batch, gpus = _whole(row, "batch"), _whole(row, "gpus")
+    if "power_limit_w=" in (row.get("detail") or "") and acc.tdp_w:
+        acc = throughput.power_limited(acc, _detail_number(row, "power_limit_w"))
+    compiled = "compile" in (row.get("what") or "")
+    table = throughput.llm_train_kernels(batch, gpus=gpus, fused=compiled)
     tokens = batch * throughput.LLAMA_TRAIN_SEQ
     if model == "naive":
-        return tokens * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
+        return tokens * _peak(acc, "fp16") / float(table["flops"] @ table["launches"])
     engine = "compiled" if compiled else "eager"
     return tokens / float(throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0])
 
 
 # --- a reader's own measurements (measurements/run.py) ----------------------------------------
 
-def _mine_card(row: dict) -> hardware.Accelerator | None:
-    return hardware.get(row["hardware"]) if row["hardware"] in hardware.names() else None
+def _mine_card(row: dict) -> hardware.Accelerator:
+    if row["hardware"] not in _known_names():
+        raise _Unscorable(f"hardware {row['hardware']!r:.80} is not a name in the hardware "
+                          "table (python -m gpumodel list; measurements/run.py writes it)")
+    return _lookup(row["hardware"])
 
 
-def _mine_matmul(row: dict, model: str, rows: dict, cal) -> float | None:
+def _mine_matmul(row: dict, model: str, rows: dict, cal) -> float:
+    _, _, dtype, shape = _parts(row, 4, "mine.matmul.<dtype>.<m>x<n>x<k>")
     acc = _mine_card(row)
-    if acc is None:
-        return None
-    _, _, dtype, shape = row["id"].split(".")
-    m, n, k = (int(x) for x in shape.split("x"))
-    return _gemm_tflops(m, k, n, acc, acc.peak_flops(dtype), dtype, model, cal)
+    m, n, k = _shape(shape)
+    return _gemm_tflops(m, k, n, acc, _peak(acc, dtype), dtype, model, cal)
 
 
-def _mine_stream(row: dict, model: str, rows: dict, cal) -> float | None:
+def _mine_stream(row: dict, model: str, rows: dict, cal) -> float:
+    return _mine_card(row).memory_bandwidth_gbs
+
+
+def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
+    parts = _parts(row, 4, "mine.sparse.<m>x<k>x<n>.<dense or sparse>")
     acc = _mine_card(row)
-    return None if acc is None else acc.memory_bandwidth_gbs
-
-
-def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float | None:
-    acc = _mine_card(row)
-    parts = row["id"].split(".")
-    if acc is None or parts[-1] != "sparse" or not acc.sparse_2_4:
-        return None
-    pair = rows.get(".".join(parts[:-1] + ["dense"]))
-    if pair is None:
-        return None
-    dense = pair["value"]
+    if parts[-1] != "sparse":
+        raise _Unscorable("only the sparse side of a dense/sparse pair is predicted")
+    if not acc.sparse_2_4:
+        raise _Unscorable(f"{acc.name} has no 2:4 sparse Tensor Cores")
+    pair = ".".join(parts[:-1] + ["dense"])
+    dense = _row_value(pair, rows)
     if model == "naive":
         return dense / 2.0
-    m, k, n = (int(x) for x in parts[2].split("x"))
-    return dense / float(sparsity.sparse_gemm_speedup(m, k, n, acc.peak_flops("fp16"), acc.bandwidth,
-                                                      "fp16", 1.0, SPARSE_OVERHEAD_SECONDS))
+    m, k, n = _shape(parts[2])
+    peak = _peak(acc, "fp16")
+    return dense / _cached(cal, ("sparse", m, k, n, acc.name), lambda: float(
+        sparsity.sparse_gemm_speedup(m, k, n, peak, acc.bandwidth, "fp16", 1.0,
+                                     SPARSE_OVERHEAD_SECONDS)))
 
 
-def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float | None:
+def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float:
+    size = _parts(row, 3, "mine.allreduce.<bytes>")[-1]
     detail = row.get("detail") or ""
     if "link=" not in detail:
-        return None
+        raise _Unscorable("its detail must name the link (link=<name>)")
     name = detail.split("link=")[1].split(";")[0].strip()
-    if name not in [l.name for l in parallelism.links()]:
-        return None
-    bw = parallelism.link(name).bandwidth
+    known = _link_names()
+    if name not in known:
+        raise _Unscorable(f"link {name!r:.60} is not one of {', '.join(known)}")
+    if not (size.isascii() and size.isdigit() and 0 < len(size) < 16 and int(size) > 0):
+        raise _Unscorable(f"the message size {size!r:.40} must be a whole number of bytes")
+    gpus = _whole(row, "gpus")
+    if gpus < 2:
+        raise _Unscorable("an all-reduce needs gpus of 2 or more")
+    bw = _link_bandwidth(name)
     if model == "naive":
         return bw / GB
-    size = int(row["id"].split(".")[-1])
-    return float(parallelism.modelled_bus_bandwidth(size, int(row["gpus"]), PROTOCOL_EFFICIENCY * bw,
-                                                    RING_STEP_SECONDS) / GB)
+    return _cached(cal, ("allreduce", int(size), gpus, name), lambda: float(
+        parallelism.modelled_bus_bandwidth(int(size), gpus, PROTOCOL_EFFICIENCY * bw,
+                                           RING_STEP_SECONDS) / GB))
+
+
+@functools.lru_cache(maxsize=None)
+def _link_names() -> tuple[str, ...]:
+    return tuple(link.name for link in parallelism.links())
+
+
+@functools.lru_cache(maxsize=None)
+def _link_bandwidth(name: str) -> float:
+    return parallelism.link(name).bandwidth
 
 
 RULES = (
@@ -381,53 +541,136 @@ def _collective_as_measurement(row: dict) -> dict:
             "detail": row["detail"], "size_bytes": row["size_bytes"], "op": row["op"]}
 
 
+#: Largest reader's file :func:`dataset` reads, in bytes (several hundred thousand rows).
+MAX_FILE_BYTES = 64 * 2**20
+#: Largest batch or GPU count a reader's row may state.
+MAX_COUNT = 10**6
+
+
 def dataset(measurements: str | None = None) -> list[dict]:
     """The measured rows: the book's (measurements plus collectives), or a reader's CSV file.
 
     A reader's file has the columns of ``data/measurements.csv`` (id, what, hardware, value,
-    unit, batch, gpus, source, detail), as ``measurements/run.py`` writes it.
+    unit, batch, gpus, source, detail), as ``measurements/run.py`` writes it: UTF-8 (a
+    byte-order mark is fine), at most :data:`MAX_FILE_BYTES`; see :func:`read_rows`.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if measurements is None:
         return measured.measurements() + [_collective_as_measurement(r) for r in measured.collectives()]
     path = _checks.text("measurements", measurements)
     try:
-        with open(path, newline="") as handle:
-            text = handle.read()
-    except OSError as err:
-        raise ValueError(f"measurements: cannot read {path!r} ({err.strerror})") from None
-    return read_rows(text, path)
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except (OSError, ValueError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise ValueError(f"measurements: cannot read {path!r} ({why})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, the limit for a "
+                         "measurements file; split it")
+    return read_rows(_utf8(data, path), path)
+
+
+def _utf8(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{name}, line {line}: byte 0x{data[err.start]:02x} is not UTF-8; "
+                         "save the file as CSV UTF-8") from None
 
 
 def read_rows(text: str, name: str = "measurements") -> list[dict]:
-    """Rows of a measurements CSV in the book's schema, with numbers parsed; ValueError naming the file otherwise.
+    """Rows of a measurements CSV in the book's schema, with numbers parsed.
 
+    A file that is not a CSV of that schema (a missing column, a row with more or fewer
+    fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
+    byte, no rows) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
+    formed but cannot be scored (an empty id, a value that is not a positive
+    number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`) is kept
+    with its reason in ``problem``; every row carries ``file`` and ``line``.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     text = _checks.text("text", text)
-    reader = csv.DictReader(io.StringIO(text))
-    missing = set(measured._MEASUREMENT_COLUMNS) - set(reader.fieldnames or ())
-    if missing:
-        raise ValueError(f"text of {name}: missing columns {sorted(missing)}; expected "
-                         f"{', '.join(measured._MEASUREMENT_COLUMNS)}")
+    where = "text of " + _checks.text("name", name)
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise ValueError(f"{where}, line {line}: a NUL byte; this is not a CSV text file")
+    reader = csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True)
+    expected = ", ".join(measured._MEASUREMENT_COLUMNS)
+    header = _next_fields(reader, where)
+    if header is None:
+        raise ValueError(f"{where}, line 1: the file is empty; expected the header {expected}")
+    header_line, columns = header[0], [c.strip() for c in header[1]]
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    missing = set(measured._MEASUREMENT_COLUMNS) - set(columns)
+    if missing or repeated:
+        what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
+        raise ValueError(f"{where}, line {header_line}: {what}; expected {expected}")
     out = []
-    for line, row in enumerate(reader, start=2):
-        try:
-            value = float(row["value"])
-            batch = float(row["batch"]) if row["batch"] else None
-            gpus = float(row["gpus"]) if row["gpus"] else None
-        except ValueError:
-            raise ValueError(f"text of {name}, line {line}: value, batch and gpus must be numbers") from None
-        if not np.isfinite(value) or value <= 0:
-            raise ValueError(f"text of {name}, line {line}: value must be a positive number "
-                             f"(got {row['value']})")
-        out.append(dict(row, value=value, batch=batch, gpus=gpus))
+    while (item := _next_fields(reader, where)) is not None:
+        line, fields = item
+        if len(fields) != len(columns):
+            raise ValueError(f"{where}, line {line}: {len(fields)} fields where the header has "
+                             f"{len(columns)} (a stray comma or quote?)")
+        row = dict(zip(columns, (f.strip() for f in fields)))
+        out.append(_parsed_row(row, name, line))
+    if not out:
+        raise ValueError(f"{where}, line {header_line + 1}: no rows after the header")
     return out
 
 
+def _next_fields(reader, where: str) -> tuple[int, list[str]] | None:
+    """The next row that is not blank, with the line it starts on; None at the end."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return None
+        except csv.Error as err:
+            raise ValueError(f"{where}, line {start}: not a well-formed CSV row ({err})") from None
+        if any(f.strip() for f in fields):
+            return start, fields
+
+
+def _parsed_row(row: dict, name: str, line: int) -> dict:
+    value, value_problem = _reader_number(row["value"], "value", whole=False)
+    batch, batch_problem = _reader_number(row["batch"], "batch", whole=True)
+    gpus, gpus_problem = _reader_number(row["gpus"], "gpus", whole=True)
+    problem = "id is empty" if not row["id"] else (value_problem or batch_problem
+                                                   or gpus_problem)
+    return dict(row, value=value, batch=batch, gpus=gpus, file=name, line=line,
+                problem=problem)
+
+
+def _reader_number(text: str, column: str, whole: bool) -> tuple[float | None, str | None]:
+    if whole and not text:
+        return None, None
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if whole and not (1 <= number <= MAX_COUNT and number == int(number)):
+        return None, (f"{column} must be empty or a whole number from 1 to {MAX_COUNT} "
+                      f"(got {text!r:.40})")
+    if not whole and not (math.isfinite(number) and number > 0):
+        return None, f"{column} must be a positive number (got {text!r:.40})"
+    return number, None
+
+
 def _rule(row_id: str) -> Rule | None:
+    second_dot = row_id.find(".", row_id.find(".") + 1)
+    family = row_id if second_dot < 0 else row_id[:second_dot + 1]
+    if len(family) > _LONGEST_NAME:
+        return _family_rule.__wrapped__(family)
+    return _family_rule(family)
+
+
+@functools.lru_cache(maxsize=4096)
+def _family_rule(family: str) -> Rule | None:
+    """The rule of ids starting ``family`` (their first two parts): no prefix has more."""
     for rule in RULES:
-        if row_id.startswith(rule.prefix):
+        if family.startswith(rule.prefix):
             return rule
     return None
 
@@ -438,49 +681,88 @@ def rows(model: str = "book", chapter: str | None = None, measurements: str | No
 
     ``rel_error`` = predicted / measured - 1 (positive: the model predicts more than was
     measured). ``model`` is "book" or "naive"; ``chapter`` filters; ``measurements`` scores a
-    reader's CSV instead of the book's data (see :func:`dataset`).
+    reader's CSV instead of the book's data (see :func:`dataset`); its rows that cannot be
+    scored are listed by :func:`unscored`.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    model = _checks.choice("model", model, MODELS)
-    if chapter is not None:
-        chapter = _checks.choice("chapter", chapter, CHAPTERS)
-    data = dataset(measurements)
-    by_id = {r["id"]: r for r in data}
-    cal = throughput._calibration(calibration)
-    out = []
-    for row in data:
-        rule = _rule(row["id"])
-        if rule is None or (chapter is not None and rule.chapter != chapter):
-            continue
-        predicted = rule.predict(row, model, by_id, cal)
-        if predicted is None:
-            continue
-        predicted = float(predicted)
-        out.append({"id": row["id"], "chapter": rule.chapter, "hardware": row["hardware"],
-                    "workload": rule.workload, "measured": float(row["value"]),
-                    "predicted": predicted, "unit": row["unit"],
-                    "rel_error": predicted / float(row["value"]) - 1.0,
-                    "source": f"{row['source'].strip('[]')}: {row.get('detail') or ''}".rstrip(": ")})
-    return out
+    return _score(model, chapter, measurements, calibration)[0]
 
 
 def unscored(measurements: str | None = None) -> list[dict]:
     """Rows that are not scored, with the reason: inputs to another row's prediction, or no model.
 
+    For a reader's file each entry also names the ``file`` and ``line``, and the reason says
+    what the row lacks.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    scored = {r["id"] for r in rows(measurements=measurements)}
-    out = []
-    for row in dataset(measurements):
-        if row["id"] in scored:
+    return _score("book", None, measurements)[1]
+
+
+def _score(model: str, chapter: str | None, measurements: str | None,
+           calibration=None) -> tuple[list[dict], list[dict]]:
+    """The scored rows and the unscored ones, from one reading of the data."""
+    model = _checks.choice("model", model, MODELS)
+    if chapter is not None:
+        chapter = _checks.choice("chapter", chapter, CHAPTERS)
+    data = dataset(measurements)
+    by_id = {r["id"]: r for r in data if not r.get("problem")}
+    cal = throughput._calibration(calibration)
+    scored, skipped = [], []
+    for row in data:
+        rule = _rule(row["id"])
+        if chapter is not None and (rule is None or rule.chapter != chapter):
             continue
-        reason = next((why for prefix, why in UNSCORED_REASONS.items()
-                       if row["id"].startswith(prefix)), None)
+        predicted, reason = _predict(rule, row, model, by_id, cal, measurements is not None)
+        if predicted is None:
+            skipped.append(_unscored_entry(row, rule, reason))
+            continue
+        scored.append({"id": row["id"], "chapter": rule.chapter, "hardware": row["hardware"],
+                       "workload": rule.workload, "measured": float(row["value"]),
+                       "predicted": predicted, "unit": row["unit"],
+                       "rel_error": predicted / float(row["value"]) - 1.0,
+                       "source": f"{row['source'].strip('[]')}: {row.get('detail') or ''}".rstrip(": ")})
+    return scored, skipped
+
+
+def _predict(rule, row, model, by_id, cal, reader: bool) -> tuple[float | None, str | None]:
+    """The prediction of one row, or None and (for a reader's row) the reason there is none."""
+    if row.get("problem"):
+        return None, row["problem"]
+    if rule is None:
+        return None, _no_rule(row["id"]) if reader else None
+    try:
+        predicted = rule.predict(row, model, by_id, cal)
+    except _Unscorable as err:
+        return None, str(err) if reader else None
+    except (ValueError, ArithmeticError) as err:
+        if not reader:
+            raise
+        return None, f"the model refused it: {err}"
+    if predicted is None:
+        return None, None
+    predicted = float(predicted)
+    if reader and not (math.isfinite(predicted) and math.isfinite(predicted / row["value"])):
+        return None, "its prediction over its value is not a finite number"
+    return predicted, None
+
+
+def _no_rule(row_id: str) -> str:
+    family = row_id.split(".")[0]
+    return (f"no chapter predicts ids starting {family!r:.40}; the families are "
+            f"{', '.join(rule.prefix for rule in RULES)}")
+
+
+def _unscored_entry(row: dict, rule, reason: str | None) -> dict:
+    if "line" not in row:
         if reason is None:
-            reason = ("an input of another row, or hardware the table lacks" if _rule(row["id"])
+            reason = next((why for prefix, why in UNSCORED_REASONS.items()
+                           if row["id"].startswith(prefix)), None)
+        if reason is None:
+            reason = ("an input of another row, or hardware the table lacks" if rule
                       else "no chapter predicts it")
-        out.append({"id": row["id"], "reason": reason})
-    return out
+        return {"id": row["id"], "reason": reason}
+    reason = " ".join((reason or "an input of another row").split())
+    return {"file": row["file"], "line": row["line"], "id": row["id"], "reason": reason}
 
 
 def summary(scored: list[dict]) -> dict:

@@ -1,11 +1,18 @@
 """The command line: tables, JSON, and one-line errors with exit code 2."""
+import contextlib
+import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpumodel import cli
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args):
@@ -72,3 +79,202 @@ def test_json_is_strict(capsys):
     assert cli.main(["matmul", "-a", "H100 SXM5", "-m", str(10**100), "-k", "1", "-n", "1", "--json"]) == 0
     values = {r["quantity"]: r["value"] for r in _strict(capsys.readouterr().out)}
     assert values["flop"] == 2e100
+
+
+# --- a reader's measurements file: every byte is untrusted ------------------------------------
+
+HEADER = "id,what,hardware,value,unit,batch,gpus,source,detail\n"
+STREAM = "mine.stream.copy,copy,H100 SXM5,2900,GB/s,,1,mine,x\n"
+
+
+def _validate_file(tmp_path, content, *extra):
+    path = tmp_path / "mine.csv"
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return str(path), run("validate", "--measurements", str(path), *extra)
+
+
+def _one_line_error(result, *fragments):
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.mark.parametrize("content, line, fragment", [
+    (HEADER + "mine.stream.copy,copy,H100 SXM5,2900\n", 2, "4 fields where the header has 9"),
+    (HEADER + STREAM + STREAM.replace("\n", ",extra\n"), 3, "10 fields"),
+    (HEADER + 'mine.stream.copy,"copy,H100 SXM5,2900,GB/s,,1,mine,x\n', 2, "unexpected end"),
+    (HEADER + 'mine.stream.copy,"co"py,H100 SXM5,2900,GB/s,,1,mine,x\n', 2, "well-formed"),
+    (HEADER + STREAM.replace("copy,H100", "a" * 200_000 + ",H100"), 2, "field limit"),
+    ((HEADER + STREAM + STREAM.replace("copy,H100", "caf\xe9,H100")).encode("latin-1"), 3,
+     "not UTF-8"),
+    (b"", 1, "empty"),
+    (b"\n\n", 1, "empty"),
+    (HEADER, 2, "no rows after the header"),
+    ("what,hardware,value\nx,H100 SXM5,1\n", 1, "missing columns ['batch', 'detail', 'gpus', 'id'"),
+    (HEADER.replace("\n", ",id\n") + STREAM.replace("\n", ",y\n"), 1,
+     "repeated columns ['id']"),
+    (bytes(range(256)) * 4, 2, "byte 0x80 is not UTF-8"),
+    (HEADER.encode() + b"mine.stream.copy,\x00,H100 SXM5,1,GB/s,,1,mine,x\n", 2, "NUL"),
+], ids=["short row", "long row", "unterminated quote", "text after a quote", "huge field",
+        "latin-1", "empty", "blank lines", "header only", "missing id", "repeated column",
+        "binary junk", "nul byte"])
+def test_a_malformed_file_exits_2_naming_file_and_line(tmp_path, content, line, fragment):
+    path, result = _validate_file(tmp_path, content)
+    _one_line_error(result, path, f"line {line}:", fragment)
+
+
+def test_an_oversize_file_is_refused_without_reading_it_all(tmp_path):
+    from gpumodel import validate
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as handle:
+        handle.truncate(validate.MAX_FILE_BYTES + 1)
+    _one_line_error(run("validate", "--measurements", str(path)), str(path), "64 MiB")
+    _one_line_error(run("validate", "--measurements", "/dev/zero"), "/dev/zero", "64 MiB")
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    _, result = _validate_file(tmp_path, ("\ufeff" + HEADER + STREAM).encode())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(run("validate", "--json", "--measurements",
+                          str(tmp_path / "mine.csv")).stdout)["rows"][0]["id"] == STREAM[:16]
+
+
+BAD_COUNTS = ["nan", "inf", "-inf", "-3", "0", "1.5", "1e300", "many", "0x10"]
+FAMILY_LACKS = [
+    ("lambda.bert_large.x,x,RTX 3090,100,seq/s,,1,m,x", "batch is empty"),
+    ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,x", "params="),
+    ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,params=0;file_bytes=1e9;context=8", "params="),
+    ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,params=8e9;file_bytes=x;context=8",
+     "file_bytes="),
+    ("sparse.vitl_step.a100_80.sparse,x,A100 SXM4 80GB,100,ms,,1,m,x", "dense pair"),
+    ("sparse.linear_3072x10240x3072.a100_80.sparse,x,A100 SXM4 80GB,1,ms,,1,m,x", "dense pair"),
+    ("sparse.llama3_8b.a100_80.int4_sparse,x,A100 SXM4 80GB,100,tokens/s,,1,m,x",
+     "sparse.llama3_8b.a100_80.int4"),
+    ("sparse.other.a100_80.sparse,x,A100 SXM4 80GB,1,ms,,1,m,x", "is not one of"),
+    ("nccl.all_reduce.x,x,H200 SXM,100,GB/s,,8,m,x", "size_bytes"),
+    ("torchdist.all_reduce.x,x,RTX 3090,100,GB/s,,8,m,x", "links of"),
+    ("gptfast.llama2_7b.h100.fp99,x,H100 SXM5,100,tokens/s,,1,m,x", "format 'fp99'"),
+    ("gptfast.llama9.h100.bf16,x,H100 SXM5,100,tokens/s,,1,m,x", "model 'llama9'"),
+    ("gptfast.llama2_7b.h100.bf16,x,H100 SXM5,100,tokens/s,,8,m,x", "one GPU"),
+    ("gptfast.x,x,H100 SXM5,100,tokens/s,,1,m,x", "looks like"),
+    ("dle.x.a100.1gpu,x,A100 SXM4 40GB,100,img/s,8,1,m,x", "V100 pair"),
+    ("dle.x.v100_16.1gpu,x,V100 SXM2 16GB,100,img/s,8,1,m,x", "a100 side"),
+    ("dle.x,x,A100 SXM4 40GB,100,img/s,8,1,m,x", "looks like"),
+    ("deepbench.a.fp16.1x2.b,x,H100 SXM5,1,TFLOPS,,,m,x", "shape"),
+    ("deepbench.a.fp32.1x1x1.b,x,TPU v2,1,TFLOPS,,,m,x", "no fp32 peak"),
+    ("mamf.x.fp99,x,H100 SXM5,1,TFLOPS,,,m,x", "no 'fp99' peak"),
+    ("gemm.x,x,H100 SXM5,1,TFLOPS,,,m,x", "third part"),
+    ("stream.x.read,x,Voodoo 2,1,GB/s,,,m,x", "not in the hardware table"),
+    ("mine.matmul.bf16.0x1x1,x,H100 SXM5,1,TFLOPS,,1,m,x", "shape"),
+    ("mine.matmul.bf16.1x1x1,x,h100,1,TFLOPS,,1,m,x", "not a name in the hardware table"),
+    ("mine.sparse.8x8x8.sparse,x,V100 SXM2 16GB,1,ms,,1,m,x", "no 2:4"),
+    ("mine.sparse.8x8x8.sparse,x,H100 SXM5,1,ms,,1,m,x", "mine.sparse.8x8x8.dense"),
+    ("mine.allreduce.1024,x,H100 SXM5,1,GB/s,,8,m,x", "link="),
+    ("mine.allreduce.1024,x,H100 SXM5,1,GB/s,,8,m,link=Tin can", "link 'Tin can'"),
+    ("mine.allreduce.1024,x,H100 SXM5,1,GB/s,,,m,link=NVLink 4 (H100)", "gpus is empty"),
+    ("mine.allreduce.-5,x,H100 SXM5,1,GB/s,,8,m,link=NVLink 4 (H100)", "message size"),
+    ("mine.stream.copy,x,H100 SXM5,5e-324,GB/s,,1,m,x", "not a finite number"),
+    ("mine.stream.copy,x,H100 SXM5,fast,GB/s,,1,m,x", "value must be a positive number"),
+    ("mine.stream.copy,x,H100 SXM5,-1,GB/s,,1,m,x", "value must be a positive number"),
+    (",x,H100 SXM5,1,GB/s,,1,m,x", "id is empty"),
+    ("frobnicate.x,x,H100 SXM5,1,GB/s,,1,m,x", "no chapter predicts"),
+] + [(f"lambda.bert_large.x,x,RTX 3090,100,seq/s,{b},1,m,x", "batch must be") for b in BAD_COUNTS
+     ] + [(f"mine.stream.copy,x,H100 SXM5,100,GB/s,,{g},m,x", "gpus must be") for g in BAD_COUNTS]
+
+
+@pytest.mark.parametrize("row, reason", FAMILY_LACKS, ids=[r for r, _ in FAMILY_LACKS])
+def test_a_row_that_cannot_be_scored_is_listed_with_file_line_and_reason(tmp_path, row, reason):
+    path, result = _validate_file(tmp_path, HEADER + STREAM + row + "\n", "--json")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    payload = _strict(result.stdout)
+    assert [r["id"] for r in payload["rows"]] == ["mine.stream.copy"]
+    [entry] = payload["unscored"]
+    assert entry["file"] == path and entry["line"] == 3 and entry["id"] == row.split(",")[0]
+    assert reason in entry["reason"] and "\n" not in entry["reason"]
+    text = run("validate", "--measurements", path)
+    assert text.returncode == 0 and f"{path}, line 3: " in text.stdout
+
+
+def test_a_file_with_no_scorable_row_lists_every_row(tmp_path):
+    path, result = _validate_file(tmp_path, HEADER + "\x1b[2Jmine.x,x,y,1,z,,,m,\n")
+    assert result.returncode == 0
+    assert "no row could be scored" in result.stdout and "\x1b" not in result.stdout
+    assert f"{path}, line 2: " in result.stdout
+
+
+def test_200000_rows_validate_in_a_few_seconds(tmp_path):
+    import time
+    rows = (ROOT / "tests" / "data" / "my_gpu_example.csv").read_text().splitlines()
+    body = "\n".join(rows[1:]) + "\n"
+    path = tmp_path / "big.csv"
+    path.write_text(rows[0] + "\n" + body * (200_000 // (len(rows) - 1) + 1))
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "gpumodel", "validate", "--json",
+                             "--measurements", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert result.returncode == 0, result.stderr
+    assert time.perf_counter() - start < 10
+    payload = json.loads(result.stdout)
+    assert len(payload["rows"]) + len(payload["unscored"]) >= 200_000
+
+
+_PIECES = [HEADER, HEADER.rstrip("\n"), STREAM, ",", '"', '""', "\n", "\r\n", "\r", "\ufeff",
+           "\x00", "nan", "inf", "-3", "0", "1.5", "1e309", "H100 SXM5", "mine.", "matmul.",
+           "sparse.", "allreduce.", "stream.", "decode.", "gptfast.", "dle.", "lambda.",
+           "nccl.", "bf16.", "8x8x8", ".dense", ".sparse", "link=NVLink 4 (H100)", "params=",
+           ";", "=", "\x1b[31m", "é", "\udcff", "9" * 30, "x" * 300]
+
+
+_FIELD = st.one_of(st.sampled_from(_PIECES), st.text(max_size=12))
+_ID = st.lists(st.sampled_from(_PIECES[18:32] + ["a100", "v100_16", "8gpu", "fp99", "x"]),
+               max_size=6).map("".join)
+_ROW = st.tuples(_ID, st.lists(_FIELD, min_size=8, max_size=8)).map(
+    lambda r: ",".join([r[0], *r[1]]) + "\n")
+_FILE = st.one_of(
+    st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=12), st.binary(max_size=8)),
+             max_size=40),
+    st.lists(_ROW, min_size=1, max_size=12).map(lambda rows: [HEADER, *rows]))
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=_FILE, as_json=st.booleans())
+def test_hostile_reader_files_never_trace_back(tmp_path, pieces, as_json):
+    data = b"".join(p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape")
+                    for p in pieces)
+    path = tmp_path / "hostile.csv"
+    path.write_bytes(data)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["validate", "--measurements", str(path)] + (["--json"] if as_json else [])
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    assert code in (0, 2)
+    if code == 2:
+        assert out.getvalue() == "" and len(err.getvalue().strip().splitlines()) == 1
+        assert str(path) in err.getvalue() or "measurements" in err.getvalue()
+    elif as_json:
+        payload = _strict(out.getvalue())
+        listed = len(payload["rows"]) + len(payload["unscored"])
+        assert listed >= 1 and all(e["reason"] for e in payload["unscored"])
+
+
+@pytest.mark.parametrize("args", [["list"], ["show", "H100 SXM5"], ["compare", "H100 SXM5",
+                                                                    "A100 SXM4 80GB"],
+                                  ["rank", "--workload", "llm-decode"], ["validate", "--json"],
+                                  ["matmul", "-a", "H100 SXM5", "-m", "8", "-k", "8", "-n", "8"]])
+def test_a_closed_pipe_ends_quietly(args):
+    proc = subprocess.Popen([sys.executable, "-m", "gpumodel", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() == 1
+    assert stderr == ""
+
+
+def test_head_reads_one_line_without_a_traceback():
+    result = subprocess.run(f"{sys.executable} -m gpumodel rank --workload llm-decode | head -1",
+                            shell=True, capture_output=True, text=True)
+    assert result.stdout.count("\n") == 1 and result.stderr == ""

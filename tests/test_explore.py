@@ -197,3 +197,18 @@ def test_control_label_adds_the_unit_only_to_sliders_with_one():
     assert explore.control_label(explore.Slider("t", "GPU tile", 32, 128, 32, 96, unit="elements")) == "GPU tile (elements)"
     assert explore.control_label(explore.Slider("t", "share", 0, 1, 0.1, 0.5)) == "share"
     assert explore.control_label(explore.Choice("c", "latency table", ("Volta", "Ampere"), "Volta")) == "latency table"
+
+
+@pytest.mark.parametrize("name", ["var", "this", "new", "function", "in", "typeof", "if", "null",
+                                  "true", "undefined", "NaN", "PI", "_"])
+def test_names_the_chart_expressions_reserve_are_refused(name):
+    with pytest.raises(ValueError, match="name"):
+        explore.Slider(name, "a slider", 0, 1, 0.5, 0.5)
+    with pytest.raises(ValueError, match="name"):
+        explore.Choice(name, "a choice", ("a", "b"), "a")
+
+
+def test_no_exploration_uses_a_reserved_name():
+    for exploration in all_explorations():
+        for param in exploration.params:
+            assert param.name not in explore.EXPRESSION_WORDS | explore.RESERVED_NAMES
