@@ -418,7 +418,7 @@ def _llm_train(row: dict, model: str, rows: dict, cal) -> float:
     table = throughput.llm_train_kernels(batch, gpus=gpus, fused=compiled)
     tokens = batch * throughput.LLAMA_TRAIN_SEQ
     if model == "naive":
-        return tokens * _peak(acc, "fp16") / float(table["flops"] @ table["launches"])
+        return tokens * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
     engine = "compiled" if compiled else "eager"
     return tokens / float(throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0])
 
