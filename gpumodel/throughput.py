@@ -14,6 +14,8 @@ Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the 
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import _checks, cost, hardware, measured, memory, workloads
@@ -622,7 +624,6 @@ def power_limited(accelerator, power_limit_w):
 
     Explained in :doc:`/book/choosing_a_gpu` (section "A modern case: pre-training Llama 3 8B").
     """
-    import dataclasses
     acc = _cards([accelerator], "accelerator")[0]
     watts = _checks.scalar("power_limit_w", power_limit_w)
     if not acc.tdp_w:
@@ -630,6 +631,26 @@ def power_limited(accelerator, power_limit_w):
     share = float(sustained_clock_share(watts, acc.tdp_w))
     return dataclasses.replace(acc, **{f: getattr(acc, f) * share for f in PEAK_FIELDS
                                        if getattr(acc, f) is not None})
+
+
+def flops_by_kind(kernels: dict) -> dict:
+    """FLOP of one step per kind of kernel: {kind: FLOP}, summed over launches.
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "A modern case: pre-training Llama 3 8B").
+    """
+    flops, _, launches, kinds = _kernel_arrays(kernels)
+    return {k: float(flops[kinds == k] @ launches[kinds == k]) for k in dict.fromkeys(kinds)}
+
+
+def band_bounds(relative, workload: str) -> tuple:
+    """The 80% range of a relative throughput on ``workload``: relative / (1 + the 90th and
+    the 10th percentile of :func:`band`).
+
+    Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
+    """
+    low, high = band(workload)
+    rel = _checks.positive("relative", relative)
+    return rel / (1.0 + high), rel / (1.0 + low)
 
 
 def _workload(name) -> str:
@@ -956,15 +977,13 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     prices = _check_prices(prices)
     both = throughput(workload, cards + [ref], batch, math=math, **options)
     speed, base = both[:-1], both[-1]
-    low, high = band(workload)
     rows = []
     for acc, s in zip(cards, speed):
         price = _price(acc, prices)
         rel = float(s / base)
-        same = acc.name == ref.name
+        low, high = (rel, rel) if acc.name == ref.name else band_bounds(rel, workload)
         rows.append({"accelerator": acc.name, "workload": workload, "relative_throughput": rel,
-                     "band_low": rel if same else rel / (1.0 + high),
-                     "band_high": rel if same else rel / (1.0 + low),
+                     "band_low": float(low), "band_high": float(high),
                      "memory_gib": acc.memory_gib, "usable_memory_gib": acc.usable_memory_gib,
                      "price_usd": price,
                      "relative_per_1000_usd": None if not price else float(cost.per_dollar(rel, price))})

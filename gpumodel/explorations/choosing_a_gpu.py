@@ -156,7 +156,6 @@ def validation_frame(workload: str) -> pd.DataFrame:
     with the prediction's 10th-90th percentile range from the left-out error."""
     rows = throughput.validation(workload)
     rivals = {p: throughput.validation(workload, p) for p in ("bandwidth", "peak")}
-    low, high = throughput.band(workload)
     ref = throughput.VALIDATION[workload][1]
     out = []
     for i, r in enumerate(rows):
@@ -165,7 +164,7 @@ def validation_frame(workload: str) -> pd.DataFrame:
                     "measured": f"{r['measured_relative']:.2f}",
                     "model": f"{model:.2f}",
                     "80% range": "-" if r["accelerator"] == ref else
-                    f"{model / (1 + high):.2f}-{model / (1 + low):.2f}",
+                    "{:.2f}-{:.2f}".format(*throughput.band_bounds(model, workload)),
                     "error": f"{r['error']:+.0%}",
                     "bandwidth ratio": f"{rivals['bandwidth'][i]['predicted_relative']:.2f}",
                     "peak ratio": f"{rivals['peak'][i]['predicted_relative']:.2f}"})
