@@ -171,6 +171,10 @@ def broadcast(**arrays) -> tuple:
 _SILENCED = contextvars.ContextVar("gpumodel_fp_warnings_silenced", default=False)
 
 
+class _NotFinite(ValueError):
+    """A model's result overflowed; an outer model re-raises it naming its own arguments."""
+
+
 def finite_result(func):
     """Decorator for a model: numpy floating-point warnings are silenced inside it, and
 
@@ -191,8 +195,8 @@ def finite_result(func):
                         result = func(*args, **kwargs)
                 finally:
                     _SILENCED.reset(token)
-        except (OverflowError, ZeroDivisionError, FloatingPointError):
-            raise ValueError(_overflow_message(func, args, kwargs)) from None
+        except (OverflowError, ZeroDivisionError, FloatingPointError, _NotFinite):
+            raise _NotFinite(_overflow_message(func, args, kwargs)) from None
         except ValueError as err:
             if "broadcast" in str(err) and not _blames_only_own(func, args, kwargs, str(err)):
                 arrays = {k: v for k, v in _numeric_arguments(func, args, kwargs).items()
@@ -204,7 +208,7 @@ def finite_result(func):
                                  f"{', '.join(f'{k} {np.shape(v)}' for k, v in arrays.items()) or 'none'})") from None
             raise
         if not _all_finite(result):
-            raise ValueError(_overflow_message(func, args, kwargs))
+            raise _NotFinite(_overflow_message(func, args, kwargs))
         return result
 
     return checked

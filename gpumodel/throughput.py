@@ -642,6 +642,7 @@ def flops_by_kind(kernels: dict) -> dict:
     return {k: float(flops[kinds == k] @ launches[kinds == k]) for k in dict.fromkeys(kinds)}
 
 
+@_checks.finite_result
 def band_bounds(relative, workload: str) -> tuple:
     """The 80% range of a relative throughput on ``workload``: relative / (1 + the 90th and
     the 10th percentile of :func:`band`).

@@ -824,6 +824,24 @@ def test_any_number_anywhere_keeps_the_contract(slot, value):
     assert problem is None, f"{key}({name}={value!r}): {problem}"
 
 
+#: The magnitudes that random draws reach only now and then: the edge of float64, a huge
+#: number whose product with a constant overflows, and the smallest subnormal.
+EDGE_NUMBERS = (1.7e308, -1.7e308, 3.04e302, 5e-324)
+
+
+@pytest.mark.parametrize("value", EDGE_NUMBERS)
+def test_edge_numbers_in_every_slot_keep_the_contract(value):
+    """Every numeric parameter of every public function at each edge magnitude, in turn."""
+    problems = []
+    for key, name in _numeric_slots():
+        kwargs = {**baseline(key), name: value}
+        fn = target(key)
+        problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)})
+        if problem is not None:
+            problems.append(f"{key}({name}={value!r}): {problem}")
+    assert not problems, "\n".join(problems)
+
+
 # --- entries of dict-valued arguments and fractional counts -----------------------------------
 
 #: Dict-valued parameters whose numeric entries must each be a finite number >= 0 of the right
