@@ -71,10 +71,25 @@ ADAM_BYTES_PER_PARAM = 28.0
 #: ResNet-50 v1.5 (He et al. 2016, Table 1; stride in the 3x3 convolution as in torchvision and
 #: NVIDIA's DeepLearningExamples): (blocks, bottleneck width, output width, stride).
 RESNET50_STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2))
-#: Batch norm + ReLU passes over each convolution's output: 3 forward (statistics, then read
-#: and write), 5 backward (two reductions and a read-read-write); a residual add moves 3 each way.
-BN_RELU_PASSES = 8.0
+#: Batch norm + ReLU passes over each convolution's output, as eager PyTorch runs the two
+#: separate modules (nn.BatchNorm2d, then an in-place nn.ReLU, in NVIDIA's DeepLearningExamples
+#: ResNet-50 that the measured runs used): forward, batch norm reads for its statistics, then
+#: reads and writes (3), ReLU reads and writes (2); backward, ReLU reads the gradient and its
+#: output and writes (3), batch norm makes two reductions and a read-read-write (5).
+BN_RELU_PASSES = 13.0
+#: Kernels per convolution output for batch norm and ReLU: two forward, three backward.
+BN_RELU_LAUNCHES = 5.0
+#: A residual add moves 3 elements each way.
 RESIDUAL_PASSES = 6.0
+#: Passes over a convolution's input and output when the tensors are in PyTorch's default NCHW
+#: layout: cuDNN's Tensor Core kernels work in NHWC, so each of the three calls (forward, input
+#: gradient, weight gradient) transposes its activation operands in and its result back out,
+#: a read and a write of the input and of the output each (NVIDIA cuDNN documentation, "Tensor
+#: Transformations"). Channels-last tensors need none.
+NCHW_TRANSPOSE_PASSES = 6.0
+#: Bytes per parameter of an SGD-with-momentum update on FP32 master weights (the measured
+#: ResNet-50 runs' optimizer): weight, gradient and momentum read, weight and momentum written.
+SGD_BYTES_PER_PARAM = 20.0
 
 
 def _kernel(name, flops, nbytes, launches=1.0, kind="elementwise"):
@@ -175,7 +190,7 @@ def resnet50_forward_flops(image=224):
 
 
 @_checks.finite_result
-def cnn_train_kernels(batch, image=224) -> dict:
+def cnn_train_kernels(batch, image=224, channels_last=False) -> dict:
     """One mixed-precision ResNet-50 v1.5 training step as kernels: {"kernel", "flops", "bytes", "launches"}.
 
     Each convolution is an implicit GEMM (m = batch x output pixels, k = C_in kh kw, n = C_out)
@@ -183,11 +198,14 @@ def cnn_train_kernels(batch, image=224) -> dict:
     activations, the weights and the output once in 16 bits (an implicit GEMM gathers its
     k-long rows from the input tensor on chip, so the input is not read kh kw times), followed
     by :data:`BN_RELU_PASSES` passes over its output for batch norm and ReLU; block outputs add
-    :data:`RESIDUAL_PASSES` for the residual; then the classifier and an Adam update.
+    :data:`RESIDUAL_PASSES` for the residual; then the classifier and an SGD-with-momentum
+    update. Unless ``channels_last``, the tensors are in PyTorch's default NCHW layout and each
+    convolution adds :data:`NCHW_TRANSPOSE_PASSES` transposes of its input and output.
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     b = _checks.count("batch", batch)
     image = _checks.count("image", image)
+    nhwc = _checks.flag("channels_last", channels_last)
     if image < 32:
         raise ValueError(f"image must be >= 32 pixels (got {image})")
     kernels, params = [], 2048 * 1000
@@ -195,11 +213,15 @@ def cnn_train_kernels(batch, image=224) -> dict:
         nbytes = 2.0 * (b * px_in * c_in + k * n + b * px * n)
         kernels.append(_kernel(f"{name} (forward, backward x2)", 2.0 * b * px * k * n, nbytes, 3,
                                "conv"))
+        if not nhwc:
+            moved = 2.0 * NCHW_TRANSPOSE_PASSES * (b * px_in * c_in + b * px * n)
+            kernels.append(_kernel(f"{name} NCHW-NHWC transposes", 0.0, moved / 6, 6))
         passes = BN_RELU_PASSES + (RESIDUAL_PASSES if block_out else 0.0)
-        kernels.append(_kernel(f"{name} batch norm, ReLU", 0.0, 2.0 * b * px * n * passes / 4, 4))
+        kernels.append(_kernel(f"{name} batch norm, ReLU", 0.0,
+                               2.0 * b * px * n * passes / BN_RELU_LAUNCHES, BN_RELU_LAUNCHES))
         params += k * n
     kernels.append(_gemm("classifier (forward, backward x2)", b, 2048, 1000, 3))
-    kernels.append(_kernel("Adam update", 0.0, ADAM_BYTES_PER_PARAM * params))
+    kernels.append(_kernel("SGD update", 0.0, SGD_BYTES_PER_PARAM * params))
     return _table(kernels)
 
 

@@ -72,6 +72,37 @@ def test_resnet50_v15_forward_is_4_09_gmac():
     assert throughput.resnet50_forward_flops() / 2 == pytest.approx(4.089e9, rel=1e-3)
 
 
+def _moved(table, word):
+    return sum(b * n for k, b, n in zip(table["kernel"], table["bytes"], table["launches"])
+               if word in k)
+
+
+def test_nchw_transposes_move_each_conv_input_and_output_six_more_times():
+    nchw = throughput.cnn_train_kernels(8)
+    nhwc = throughput.cnn_train_kernels(8, channels_last=True)
+    assert _moved(nhwc, "transposes") == 0
+    # conv1 7x7: 224 x 224 x 3 in, 112 x 112 x 64 out, 2 bytes, 6 passes, batch 8
+    conv1 = 2 * 6 * 8 * (224 * 224 * 3 + 112 * 112 * 64)
+    first = [k for k in nchw["kernel"] if "transposes" in k][0]
+    i = nchw["kernel"].index(first)
+    assert first.startswith("conv1 7x7")
+    assert nchw["bytes"][i] * nchw["launches"][i] == pytest.approx(conv1)
+    assert len(nchw["kernel"]) - len(nhwc["kernel"]) == 53
+
+
+def test_batch_norm_and_relu_take_thirteen_passes():
+    table = throughput.cnn_train_kernels(8)
+    # conv1's output, 112 x 112 x 64 per image, not a block output
+    assert _moved(table, "conv1 7x7 batch norm") == pytest.approx(
+        2 * 8 * 112 * 112 * 64 * 13)
+
+
+def test_nchw_resnet50_is_mostly_memory_bound_on_the_h100():
+    regime = throughput.time_by_regime(throughput.cnn_train_kernels(256),
+                                       ["H100 SXM5"])
+    assert regime["memory"][0] / sum(v[0] for v in regime.values()) > 0.8
+
+
 def test_bert_large_parameters_and_activations():
     assert workloads.encoder_params() == 333_768_704
     per_layer = 384 * 1 * 1024 * (34 + 5 * 16 * 384 / 1024)
