@@ -3,9 +3,9 @@
 A measured row says how fast one program ran on one chip. The step model of
 :mod:`gpumodel.throughput` needs a handful of numbers that no datasheet gives (the share of
 the Tensor Core peak a large GEMM reaches, the share of the DRAM bandwidth a streaming
-kernel reaches, how many bytes a decoding kernel keeps in flight, what the host spends per
-kernel). Each is fitted here, from the rows :data:`FITTED_FROM` names, by a function that a
-reader can rerun, and never typed in. Rows are grouped by **die**, not by board name: the six
+kernel reaches, how many bytes a decoding kernel keeps in flight, what each node of
+llama.cpp's CUDA graph costs). Each is fitted here, from the rows :data:`FITTED_FROM` names,
+by a function that a reader can rerun, and never typed in. Rows are grouped by **die**, not by board name: the six
 A100 boards are one chip, and the H100 SXM5, H100 PCIe, H200 and GH200 share one die.
 :func:`fit` with ``leave_out`` withholds every row of those dies, and their own measured
 inputs (matmul share, streaming share, DRAM latency), so that ``validate --cv`` can score
@@ -38,7 +38,7 @@ FITTED_FROM = {
     "stream_share": ("stream.",),
     "conv_share": ("lambda.resnet50.",),
     "llamacpp_bytes_in_flight": ("decode.",),
-    "llamacpp_host_seconds": ("decode.",),
+    "llamacpp_node_seconds": ("decode.",),
     "compiled_bytes_in_flight": ("gptfast.", "aodecode."),
     "compiled_dequant_per_sm_cycle": ("gptfast.", "aodecode."),
 }
@@ -48,7 +48,7 @@ MEANING = {
     "stream_share": "share of the DRAM bandwidth a streaming kernel reaches (median over chips)",
     "conv_share": "share of the dense Tensor Core peak a cuDNN convolution sustains",
     "llamacpp_bytes_in_flight": "bytes llama.cpp's matrix-vector kernels keep in flight per SM",
-    "llamacpp_host_seconds": "host seconds llama.cpp spends per kernel (graph node) it launches",
+    "llamacpp_node_seconds": "GPU seconds each node of llama.cpp's CUDA graph adds to a token",
     "compiled_bytes_in_flight": "bytes torch.compile's matrix-vector kernels keep in flight per SM",
     "compiled_dequant_per_sm_cycle": "weights a compiled weight-only kernel unpacks per SM and cycle",
 }
@@ -235,21 +235,22 @@ def _compiled_table(row) -> dict:
 
 
 def _fit_decode(rows, partial: Calibration) -> tuple[float, float]:
-    """llama.cpp's bytes in flight per SM and host seconds per kernel: the pair on a grid that
-    minimizes the median |log(predicted / measured)| over the ``decode.*`` rows."""
+    """llama.cpp's bytes in flight per SM and GPU seconds per graph node: the pair on a grid
+    that minimizes the median |log(predicted / measured)| over the ``decode.*`` rows."""
     from . import throughput
     rows = [r for r in rows if r["id"].startswith(FITTED_FROM["llamacpp_bytes_in_flight"])]
     if not rows:
         return (throughput.DEFAULT_CONSTANTS["llamacpp_bytes_in_flight"],
-                throughput.DEFAULT_CONSTANTS["llamacpp_host_seconds"])
+                throughput.DEFAULT_CONSTANTS["llamacpp_node_seconds"])
     device = _swept(rows, partial, "llama.cpp", "weights", _in_flight(partial),
                     throughput.decode_row_kernels)
     kernels = np.array([np.sum(throughput.decode_row_kernels(r)["launches"]) for r in rows])
-    host = HOST_GRID[:, None] * kernels[None, :]
-    predicted = 1.0 / np.maximum(device[:, None, :], host[None, :, :])
+    work = device - partial.constants["llamacpp_node_seconds"] * kernels[None, :]
+    nodes = NODE_GRID[:, None] * kernels[None, :]
+    predicted = 1.0 / (work[:, None, :] + nodes[None, :, :])
     loss = _median_log_error(predicted, np.array([r["value"] for r in rows]))
     i, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
-    return float(QUEUE_GRID[i]), float(HOST_GRID[k])
+    return float(QUEUE_GRID[i]), float(NODE_GRID[k])
 
 
 def _fit_compiled(rows, partial: Calibration) -> float:
@@ -293,9 +294,10 @@ def _fit_conv(rows, partial: Calibration) -> float:
     return _best(SHARE_GRID, batch / np.maximum(device, host), rows)
 
 
-#: The grids the fits search: bytes in flight per SM, host seconds per kernel, shares of peak.
+#: The grids the fits search: bytes in flight per SM, GPU seconds per graph node, shares of
+#: peak.
 QUEUE_GRID = np.geomspace(512, 65536, 113)
-HOST_GRID = np.geomspace(1e-6, 50e-6, 69)
+NODE_GRID = np.geomspace(0.1e-6, 50e-6, 109)
 SHARE_GRID = np.geomspace(0.05, 1.0, 121)
 DEQUANT_GRID = np.geomspace(1.0, 64.0, 97)
 
@@ -322,8 +324,8 @@ def fit(leave_out=(), rows=None) -> Calibration:
     if stream:
         constants["stream_share"] = float(np.median(list(stream.values())))
     partial = Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
-    q, host = _fit_decode(kept, partial)
-    constants.update(llamacpp_bytes_in_flight=q, llamacpp_host_seconds=host)
+    q, node = _fit_decode(kept, partial)
+    constants.update(llamacpp_bytes_in_flight=q, llamacpp_node_seconds=node)
     constants["compiled_bytes_in_flight"] = _fit_compiled(kept, partial)
     partial = Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
     constants["compiled_dequant_per_sm_cycle"] = _fit_dequant(kept, partial)

@@ -5,8 +5,9 @@ moves, how often it runs and its kind (GEMM, convolution, elementwise, weight-st
 On the GPU each kernel takes the longest of its compute time (FLOP over the rate of its
 kind), its memory time (bytes over the streaming rate, or for a matrix-vector kernel the
 rate its bytes in flight sustain by Little's law) and a floor of 2 us; the GPU runs them one
-after another. The host launches them asynchronously, paying its engine's time per kernel,
-so the step takes the longer of the host's sum and the GPU's sum. The rates come from the
+after another. Eager PyTorch's host launches them asynchronously, paying its time per kernel,
+so the step takes the longer of the host's sum and the GPU's sum; llama.cpp replays a token's
+kernels as a CUDA graph, and each node of the graph adds a fixed time to the GPU's sum. The rates come from the
 card's datasheet times shares fitted to measured rows (:mod:`gpumodel.calibration`), or the
 card's own measured share where its die was measured. Work is in FLOP, traffic in bytes,
 rates in FLOP/s and bytes/s, times in seconds, throughput in samples (or tokens) per second.
@@ -29,7 +30,7 @@ REFERENCE = "A100 SXM4 40GB"
 #: Starting values of the fitted constants (:mod:`gpumodel.calibration` replaces each with a
 #: fit to measured rows; these are used only where no row of a constant's family is left).
 DEFAULT_CONSTANTS = {"gemm_share": 0.8, "stream_share": 0.9, "conv_share": 0.5,
-                     "llamacpp_bytes_in_flight": 4096.0, "llamacpp_host_seconds": 5e-6,
+                     "llamacpp_bytes_in_flight": 4096.0, "llamacpp_node_seconds": 4e-6,
                      "compiled_bytes_in_flight": 8192.0, "compiled_dequant_per_sm_cycle": 8.0}
 #: GPU time of the smallest kernel, seconds: torchao's roofline model of an H100 charges 2 us
 #: per kernel for a one-element kernel measured on the GPU (not the CPU's launch cost).
@@ -40,8 +41,10 @@ LAUNCH_SECONDS = GPU_FLOOR_SECONDS
 #: launch, within the 5-20 us that Meta's Holistic Trace Analysis documents per launch.
 EAGER_HOST_SECONDS = 10e-6
 #: How each engine issues kernels: "eager" (PyTorch, one launch per operation), "llama.cpp"
-#: (one launch per graph node, its own matrix-vector kernels), "compiled" (torch.compile with
-#: CUDA graphs: the host replays a whole step at once, so no host time per kernel).
+#: (its own matrix-vector kernels; the builds measured, 2824 onwards, replay each token's
+#: graph as a CUDA graph on Ampere and newer GPUs, so the host launches no kernel one by one,
+#: and each graph node costs the GPU a fitted fixed time on top of its work), "compiled"
+#: (torch.compile with CUDA graphs: the host replays a whole step at once).
 ENGINES = ("eager", "llama.cpp", "compiled")
 #: Kernel kinds and the rates they run at (see :func:`achieved_rates`).
 KINDS = ("gemm", "conv", "elementwise", "weights", "attention")
@@ -77,15 +80,17 @@ RESNET50_STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512
 #: reads and writes (3), ReLU reads and writes (2); backward, ReLU reads the gradient and its
 #: output and writes (3), batch norm makes two reductions and a read-read-write (5).
 BN_RELU_PASSES = 13.0
-#: Kernels per convolution output for batch norm and ReLU: two forward, three backward.
-BN_RELU_LAUNCHES = 5.0
+#: Kernels per convolution output for batch norm and ReLU: cuDNN's batch norm takes two and
+#: ReLU one, each way.
+BN_RELU_LAUNCHES = 6.0
 #: A residual add moves 3 elements each way.
 RESIDUAL_PASSES = 6.0
 #: Passes over a convolution's input and output when the tensors are in PyTorch's default NCHW
-#: layout: cuDNN's Tensor Core kernels work in NHWC, so each of the three calls (forward, input
-#: gradient, weight gradient) transposes its activation operands in and its result back out,
-#: a read and a write of the input and of the output each (NVIDIA cuDNN documentation, "Tensor
-#: Transformations"). Channels-last tensors need none.
+#: layout: cuDNN's Tensor Core kernels work in NHWC and the library may transform NCHW tensors
+#: to NHWC to use them (NVIDIA cuDNN documentation, "Data and Filter Formats"). The model
+#: assumes the upper bound, that each of the three calls (forward, input gradient, weight
+#: gradient) transposes its activation operands in and its result back out: a read and a write
+#: of the input and of the output each. Channels-last tensors need none.
 NCHW_TRANSPOSE_PASSES = 6.0
 #: Bytes per parameter of an SGD-with-momentum update on FP32 master weights (the measured
 #: ResNet-50 runs' optimizer): weight, gradient and momentum read, weight and momentum written.
@@ -342,7 +347,10 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
       fitted weights per SM and cycle (1e300, no limit, for the other engines);
     - "attention": FLOP/s of fused (flash) attention, :data:`ATTENTION_SHARE` x the peak where
       sourced, never more than "gemm";
-    - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel.
+    - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel;
+    - "gap": GPU seconds added to every kernel: llama.cpp's fitted cost per CUDA-graph node
+      (starting a node after the one it depends on, and the token's host work spread over
+      its nodes), 0 for the other engines.
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     engine = _engine(engine)
@@ -357,8 +365,8 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
         for i, a in enumerate(cards):
             if a.sm_count:
                 weights[i] = min(stream[i], a.sm_count * in_flight / cal.latency(a))
-    host = {"eager": EAGER_HOST_SECONDS, "llama.cpp": cal.constants["llamacpp_host_seconds"],
-            "compiled": 0.0}[engine]
+    host = EAGER_HOST_SECONDS if engine == "eager" else 0.0
+    gap = cal.constants["llamacpp_node_seconds"] if engine == "llama.cpp" else 0.0
     n = len(cards)
     per_cycle = cal.constants["compiled_dequant_per_sm_cycle"] if engine == "compiled" else np.inf
     dequant = np.array([(a.sm_count or 0) * (a.peak_clock_mhz or 0) * 1e6 * per_cycle
@@ -369,7 +377,8 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     return {"dequant": np.where(np.isfinite(dequant), dequant, 1e300), "gemm": gemm,
             "attention": np.minimum(gemm, attention),
             "conv": cal.constants["conv_share"] * peak, "stream": stream, "weights": weights,
-            "floor": np.full(n, GPU_FLOOR_SECONDS), "host": np.full(n, host), "peak": peak}
+            "floor": np.full(n, GPU_FLOOR_SECONDS), "host": np.full(n, host), "peak": peak,
+            "gap": np.full(n, gap)}
 
 
 KERNEL_COLUMNS = ("flops", "bytes", "launches")
@@ -427,11 +436,16 @@ def _kernel_terms(kernels: dict, rates: dict):
     return compute, memory_s, floor, launches[:, None]
 
 
+def _gap(rates: dict) -> np.ndarray:
+    return rates.get("gap", np.zeros_like(rates["gemm"]))
+
+
 def _kernel_seconds(kernels: dict, rates: dict):
     """Per-kernel GPU seconds (kernels, columns), the index of each kernel's largest term, launches."""
     compute, memory_s, floor, launches = _kernel_terms(kernels, rates)
     which = np.argmax(np.stack([compute, memory_s, floor]), axis=0)
-    return launches * np.maximum(np.maximum(compute, memory_s), floor), which, launches
+    body = np.maximum(np.maximum(compute, memory_s), floor)
+    return launches * (body + _gap(rates)[None, :]), which, launches
 
 
 def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
@@ -443,11 +457,11 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
     """
     if not isinstance(rates, dict) or not set(RATE_KEYS) <= set(rates):
         raise ValueError(f"rates must be a dict with the keys {', '.join(RATE_KEYS)} "
-                         "(and optionally attention, else the gemm rate)")
-    _unknown_keys("rates", rates, RATE_KEYS + ("attention",))
-    keys = RATE_KEYS + (("attention",) if "attention" in rates else ())
+                         "(and optionally attention, else the gemm rate, and gap, else 0)")
+    _unknown_keys("rates", rates, RATE_KEYS + OPTIONAL_RATE_KEYS)
+    keys = RATE_KEYS + tuple(k for k in OPTIONAL_RATE_KEYS if k in rates)
     rates = {k: np.atleast_1d(_checks.positive(f"rates[{k!r}]", rates[k])).astype(float)
-             if k != "floor" and k != "host" else
+             if k not in ("floor", "host", "gap") else
              np.atleast_1d(_checks.non_negative(f"rates[{k!r}]", rates[k])).astype(float)
              for k in keys}
     if len({v.shape for v in rates.values()}) != 1 or rates["gemm"].ndim != 1:
@@ -458,6 +472,8 @@ def device_seconds(kernels: dict, rates: dict) -> np.ndarray:
 device_seconds = _checks.finite_result(device_seconds)
 #: The keys of :func:`achieved_rates`.
 RATE_KEYS = ("gemm", "conv", "stream", "weights", "floor", "host", "peak", "dequant")
+#: Keys a rates dict may leave out: "attention" (then the gemm rate) and "gap" (then 0).
+OPTIONAL_RATE_KEYS = ("attention", "gap")
 
 
 def kernel_times(kernels: dict, accelerators, math: str = "16-bit", engine: str = "eager",
@@ -510,15 +526,18 @@ def time_by_regime(kernels: dict, accelerators, math: str = "16-bit", engine: st
 
     Each kernel's GPU time (:func:`kernel_times`) counts under the largest of its terms:
     "compute", "memory" or "overhead" (the GPU floor of a tiny kernel); where the host is
-    slower than the GPU, the difference (the GPU idle, waiting for launches) is overhead too.
+    slower than the GPU, the difference (the GPU idle, waiting for launches) is overhead too,
+    and so is llama.cpp's fixed time per graph node.
     Explained in :doc:`/book/how_a_gpu_runs` (section "Where a training step's time goes").
     """
     rates = achieved_rates(accelerators, math, engine, calibration)
     times, which, launches = _kernel_seconds(kernels, rates)
-    out = {name: np.where(which == i, times, 0.0).sum(axis=0)
+    gaps = launches * _gap(rates)[None, :]
+    out = {name: np.where(which == i, times - gaps, 0.0).sum(axis=0)
            for i, name in enumerate(memory.REGIMES)}
     host = float(launches.sum()) * rates["host"]
-    out["overhead"] = out["overhead"] + np.maximum(host - times.sum(axis=0), 0.0)
+    out["overhead"] = (out["overhead"] + gaps.sum(axis=0)
+                       + np.maximum(host - times.sum(axis=0), 0.0))
     return out
 
 
