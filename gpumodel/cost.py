@@ -53,9 +53,7 @@ def electricity_usd(power_w, utilization, years, usd_per_kwh):
     """
     years = _checks.non_negative("years", years)
     price = _checks.non_negative("usd_per_kwh", usd_per_kwh)
-    power = _checks.non_negative("power_w", power_w)
-    share = _utilization(utilization)
-    return power * share * (years * HOURS_PER_YEAR) / 1000.0 * price
+    return energy_kwh(power_w, utilization, years) * HOURS_PER_YEAR * price
 
 
 @_checks.finite_result

@@ -448,3 +448,16 @@ def test_bad_kernel_tables_are_refused(key, bad):
                throughput.flop_utilization, throughput.step_parts):
         with pytest.raises(ValueError, match="kernels"):
             fn(kernels, "H100 SXM5")
+
+
+def test_graph_node_share_is_the_nodes_time_over_the_token():
+    row = "decode.llama3_8b_q4.rtx4090"
+    share = C.graph_node_share(row)
+    table = throughput.decode_row_kernels(
+        [r for r in C.measured.measurements(row) if r["id"] == row][0])
+    node = calibration.default().constants["llamacpp_node_seconds"]
+    step = throughput.step_parts(table, ["RTX 4090"], engine="llama.cpp")["step"][0]
+    assert share == pytest.approx(np.sum(table["launches"]) * node / step)
+    assert 0 < share < 1
+    with pytest.raises(ValueError, match="row_id"):
+        C.graph_node_share("lambda.resnet50.rtx4090")

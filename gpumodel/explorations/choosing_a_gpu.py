@@ -340,6 +340,18 @@ def overrating(workload: str) -> dict:
             for r in throughput.validation(workload)}
 
 
+def graph_node_share(row_id: str) -> float:
+    """Share of a llama.cpp decoding row's modelled token time that is the fixed GPU time of
+    its CUDA-graph nodes (the fitted ``llamacpp_node_seconds`` x the kernels per token)."""
+    rows = [r for r in measured.measurements(row_id) if r["id"] == row_id]
+    if not rows or not row_id.startswith("decode."):
+        raise ValueError(f"row_id must name one measured decode.* row (got {row_id!r})")
+    table = throughput.decode_row_kernels(rows[0])
+    step = throughput.step_parts(table, [rows[0]["hardware"]], engine="llama.cpp")["step"][0]
+    node = calibration.default().constants["llamacpp_node_seconds"]
+    return float(np.sum(table["launches"]) * node / step)
+
+
 def reference_frame(references=("A100 SXM4 80GB", "RTX 4090")) -> pd.DataFrame:
     """Median absolute error of the model per workload, relative to each reference card."""
     rows = {f"relative to the {ref}": {w: f"{throughput.median_error(w, 'model', ref):.0%}"

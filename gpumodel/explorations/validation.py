@@ -101,12 +101,14 @@ def median(chapter: str, prefix: str, model: str = "book") -> float:
     return float(pd.Series(errors).median())
 
 
-def memory_range(chapter: str, prefix: str, kind: str) -> tuple[float, float]:
-    """Smallest and largest error of the rows on cards with ``kind`` memory ("HBM" or "GDDR")."""
+def memory_range(chapter: str, prefix: str, kind: str, skip=()) -> tuple[float, float]:
+    """Smallest and largest error of the rows on cards with ``kind`` memory ("HBM" or "GDDR"),
+    leaving out the cards named in ``skip``."""
     from .choosing_a_gpu import memory_kind
 
     errors = [r["rel_error"] for r in validate.rows("book", chapter)
-              if r["id"].startswith(prefix) and memory_kind(r["hardware"]) == kind]
+              if r["id"].startswith(prefix) and memory_kind(r["hardware"]) == kind
+              and r["hardware"] not in skip]
     if not errors:
         raise ValueError(f"no scored {kind} row of {chapter} starts with {prefix!r}")
     return min(errors), max(errors)
