@@ -3,10 +3,10 @@
 A measured row says how fast one program ran on one chip. The step model of
 :mod:`gpumodel.throughput` needs a handful of numbers that no datasheet gives (the share of
 the Tensor Core peak a large GEMM reaches, the share of the DRAM bandwidth a streaming
-kernel reaches, how many bytes a decoding kernel keeps in flight, what each node of
+kernel reaches, how many bytes a decoding kernel keeps in flight, what each kernel of
 llama.cpp's CUDA graph costs). Each is fitted here, from the rows :data:`FITTED_FROM` names,
-by a function that a reader can rerun, and never typed in. Rows are grouped by **die**, not by board name: the six
-A100 boards are one chip, and the H100 SXM5, H100 PCIe, H200 and GH200 share one die.
+by a function that a reader can rerun, and never typed in. Rows are grouped by **die**, not
+by board name: the six A100 boards are one chip, and the H100 SXM5, H100 PCIe, H200 and GH200 share one die.
 :func:`fit` with ``leave_out`` withholds every row of those dies, and their own measured
 inputs (matmul share, streaming share, DRAM latency), so that ``validate --cv`` can score
 each chip with constants it did not help to fit.
@@ -48,7 +48,7 @@ MEANING = {
     "stream_share": "share of the DRAM bandwidth a streaming kernel reaches (median over chips)",
     "conv_share": "share of the dense Tensor Core peak a cuDNN convolution sustains",
     "llamacpp_bytes_in_flight": "bytes llama.cpp's matrix-vector kernels keep in flight per SM",
-    "llamacpp_node_seconds": "GPU seconds each node of llama.cpp's CUDA graph adds to a token",
+    "llamacpp_node_seconds": "seconds each kernel of llama.cpp's CUDA graph adds to a token",
     "compiled_bytes_in_flight": "bytes torch.compile's matrix-vector kernels keep in flight per SM",
     "compiled_dequant_per_sm_cycle": "weights a compiled weight-only kernel unpacks per SM and cycle",
 }
@@ -235,7 +235,7 @@ def _compiled_table(row) -> dict:
 
 
 def _fit_decode(rows, partial: Calibration) -> tuple[float, float]:
-    """llama.cpp's bytes in flight per SM and GPU seconds per graph node: the pair on a grid
+    """llama.cpp's bytes in flight per SM and seconds per graph kernel: the pair on a grid
     that minimizes the median |log(predicted / measured)| over the ``decode.*`` rows."""
     from . import throughput
     rows = [r for r in rows if r["id"].startswith(FITTED_FROM["llamacpp_bytes_in_flight"])]
@@ -294,7 +294,7 @@ def _fit_conv(rows, partial: Calibration) -> float:
     return _best(SHARE_GRID, batch / np.maximum(device, host), rows)
 
 
-#: The grids the fits search: bytes in flight per SM, GPU seconds per graph node, shares of
+#: The grids the fits search: bytes in flight per SM, seconds per graph kernel, shares of
 #: peak.
 QUEUE_GRID = np.geomspace(512, 65536, 113)
 NODE_GRID = np.geomspace(0.1e-6, 50e-6, 109)

@@ -7,7 +7,7 @@ kind), its memory time (bytes over the streaming rate, or for a matrix-vector ke
 rate its bytes in flight sustain by Little's law) and a floor of 2 us; the GPU runs them one
 after another. Eager PyTorch's host launches them asynchronously, paying its time per kernel,
 so the step takes the longer of the host's sum and the GPU's sum; llama.cpp replays a token's
-kernels as a CUDA graph, and each node of the graph adds a fixed time to the GPU's sum. The rates come from the
+kernels as a CUDA graph, and each of its kernels adds a fixed time to the token. The rates come from the
 card's datasheet times shares fitted to measured rows (:mod:`gpumodel.calibration`), or the
 card's own measured share where its die was measured. Work is in FLOP, traffic in bytes,
 rates in FLOP/s and bytes/s, times in seconds, throughput in samples (or tokens) per second.
@@ -43,7 +43,8 @@ EAGER_HOST_SECONDS = 10e-6
 #: How each engine issues kernels: "eager" (PyTorch, one launch per operation), "llama.cpp"
 #: (its own matrix-vector kernels; the builds measured, 2824 onwards, replay each token's
 #: graph as a CUDA graph on Ampere and newer GPUs, so the host launches no kernel one by one,
-#: and each graph node costs the GPU a fitted fixed time on top of its work), "compiled"
+#: and each kernel adds a fitted fixed time on top of its work: a gap on the GPU and the
+#: host's per-node work on the graph, which the GPU waits for), "compiled"
 #: (torch.compile with CUDA graphs: the host replays a whole step at once).
 ENGINES = ("eager", "llama.cpp", "compiled")
 #: Kernel kinds and the rates they run at (see :func:`achieved_rates`).
@@ -348,9 +349,9 @@ def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
     - "attention": FLOP/s of fused (flash) attention, :data:`ATTENTION_SHARE` x the peak where
       sourced, never more than "gemm";
     - "floor": the GPU time of the smallest kernel (s); "host": host seconds per kernel;
-    - "gap": GPU seconds added to every kernel: llama.cpp's fitted cost per CUDA-graph node
-      (starting a node after the one it depends on, and the token's host work spread over
-      its nodes), 0 for the other engines.
+    - "gap": seconds added to every kernel: llama.cpp's fitted cost per kernel of its CUDA
+      graph (a gap on the GPU between dependent kernels, and the host's per-node work on the
+      graph each token, which the GPU waits for), 0 for the other engines.
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     engine = _engine(engine)

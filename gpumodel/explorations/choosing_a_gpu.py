@@ -341,8 +341,8 @@ def overrating(workload: str) -> dict:
 
 
 def graph_node_share(row_id: str) -> float:
-    """Share of a llama.cpp decoding row's modelled token time that is the fixed GPU time of
-    its CUDA-graph nodes (the fitted ``llamacpp_node_seconds`` x the kernels per token)."""
+    """Share of a llama.cpp decoding row's modelled token time that is the fixed time per
+    kernel of its CUDA graph (the fitted ``llamacpp_node_seconds`` x the kernels per token)."""
     rows = [r for r in measured.measurements(row_id) if r["id"] == row_id]
     if not rows or not row_id.startswith("decode."):
         raise ValueError(f"row_id must name one measured decode.* row (got {row_id!r})")
