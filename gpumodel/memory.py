@@ -205,6 +205,19 @@ def bytes_in_flight(bandwidth, latency_seconds):
 
 
 @_checks.finite_result
+def sustained_bandwidth(in_flight_bytes, latency_seconds, bandwidth):
+    """Bandwidth that ``in_flight_bytes`` outstanding at a time sustain, in bytes/s.
+
+    Little's law read the other way: min(``bandwidth``, in flight / latency). Below
+    :func:`bytes_in_flight` the memory is idle part of the time.
+    Explained in :doc:`/book/how_a_gpu_runs` (section "CPU versus GPU").
+    """
+    q = _checks.non_negative("in_flight_bytes", in_flight_bytes)
+    lat = _checks.positive("latency_seconds", latency_seconds)
+    return np.minimum(_checks.positive("bandwidth", bandwidth), q / lat)
+
+
+@_checks.finite_result
 def matmul_roofline_seconds(m, k, n, peak_flops, bandwidth, dtype: str = "fp16"):
     """Roofline time of a matmul: max(FLOP / peak, minimum bytes / bandwidth), in seconds.
 
@@ -492,6 +505,11 @@ def regime(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     """
     terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
     return np.argmax(np.stack(list(terms.values())), axis=0)
+
+
+#: Matrix units of a TPU v2 chip, the "SMs" its tiles run on: two TensorCores with one
+#: 128 x 128 MXU each (Jouppi et al. 2020).
+TPU_V2_MATRIX_UNITS = 2
 
 
 @_checks.finite_result

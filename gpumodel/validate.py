@@ -523,6 +523,8 @@ UNSCORED_REASONS = {
                           "form factor the source does not state",
     "torchao.": "the Tensor Core chapter derives MFU from these runs; no model predicts them",
     "power.": "a measurement the chapter shows, not a model's output",
+    "write.": "a write-only kernel, shown beside the streaming rows; the streaming share is "
+              "fitted to kernels that read (read, scale, triad), as deep-learning kernels do",
     "dle.": "the V100 side of an A100/V100 pair: the input the A100 row is predicted from",
     "stream.": "measured on a board whose bandwidth no row of the table has (an A100 80GB of unstated "
                "form factor, A40, GH200; see data/hardware_aliases.csv)",

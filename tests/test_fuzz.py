@@ -102,6 +102,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "memory.roofline": dict(intensity=100.0, peak_flops=312e12, bandwidth=1.555e12),
     "memory.ridge_point": dict(peak_flops=312e12, bandwidth=1.555e12),
     "memory.bytes_in_flight": dict(bandwidth=3.35e12, latency_seconds=3.5e-7),
+    "memory.sustained_bandwidth": dict(in_flight_bytes=1e6, latency_seconds=3.5e-7,
+                                       bandwidth=3.35e12),
     "memory.matmul_roofline_seconds": dict(m=256, k=1024, n=1024, peak_flops=312e12, bandwidth=1.555e12),
     "memory.tile_quantization_efficiency": dict(m=1000, n=1000, tile_m=128, tile_n=128),
     "memory.wave_count": dict(m=1000, n=1000, tile_m=128, tile_n=128, sms=108),

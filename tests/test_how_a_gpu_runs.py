@@ -41,6 +41,20 @@ def test_bytes_in_flight_is_littles_law_on_hopper():
     assert need / 132 / (16 * 32) == pytest.approx(17.25, rel=1e-3)
 
 
+def test_full_occupancy_with_4_byte_loads_keeps_hopper_memory_93_percent_busy():
+    latency = measured.latency_seconds("Hopper", "global")
+    in_flight = 64 * 32 * 4 * 132
+    share = memory.sustained_bandwidth(in_flight, latency, 3.35e12) / 3.35e12
+    assert share == pytest.approx(0.9272, rel=1e-3)
+    assert memory.sustained_bandwidth(2e6, latency, 3.35e12) == 3.35e12
+
+
+@given(st.floats(0, 1e9), st.floats(1e-9, 1e-5), st.floats(1e9, 1e13))
+def test_sustained_bandwidth_never_exceeds_the_peak_or_littles_law(q, lat, bw):
+    got = memory.sustained_bandwidth(q, lat, bw)
+    assert got <= bw * (1 + 1e-12) and got <= q / lat * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("kwargs, name", [(dict(bandwidth=0.0, latency_seconds=1e-7), "bandwidth"),
                                           (dict(bandwidth=1e12, latency_seconds=-1.0), "latency_seconds")])
 def test_bytes_in_flight_rejects_bad_input(kwargs, name):
