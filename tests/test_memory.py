@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpumodel import memory, units
+from gpumodel import hardware, memory, units
 
 P = memory.TPU_POST
 dims = st.integers(min_value=1, max_value=8192)
@@ -212,3 +212,17 @@ def test_all_pairs_count_is_clamped_where_it_stops_being_a_traffic():
 def test_shape_mismatch_names_the_callers_arguments():
     with pytest.raises(ValueError, match=r"tile \(2,\), bandwidth \(3,\)"):
         memory.tpu_post_seconds([128, 256], [1.0, 2.0, 3.0])
+
+
+def test_tpu_v2_against_v100_depends_on_the_tile():
+    """The memory chapter's BERT 256 x 1024 x 1024 case: 128 tiles favour the TPU, 64 the V100."""
+    tpu, v100 = hardware.get("TPU v2"), hardware.get("V100 SXM2 16GB")
+    bert = (256, 1024, 1024)
+
+    def t(acc, units_, tile, dtype):
+        return memory.gemm_seconds(*bert, acc.peak_flops(dtype), acc.bandwidth, units_, tile,
+                                   tile, dtype=dtype)
+
+    assert t(tpu, memory.TPU_V2_MATRIX_UNITS, 128, "bf16") == pytest.approx(11.6711e-6, rel=1e-4)
+    assert t(v100, 80, 128, "fp16") == pytest.approx(21.4748e-6, rel=1e-4)
+    assert t(v100, 80, 64, "fp16") == pytest.approx(5.3687e-6, rel=1e-4)

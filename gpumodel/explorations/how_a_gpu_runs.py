@@ -107,13 +107,13 @@ ACHIEVED = Exploration(
     params=(Choice("accelerator", "accelerator", GPUS, "H100 SXM5"),
             Slider("weight", "weight k = n", 1024, 8192, 1024, 4096, grid_step=1024,
                    integer=True),
-            Slider("overhead_us", "launch overhead", 0, 20, 1,
+            Slider("overhead_us", "overhead per kernel", 0, 20, 1,
                    throughput.LAUNCH_SECONDS * 1e6, unit="µs", grid_step=2)),
     chart=achieved_chart,
     description="Achieved TFLOP/s of a BF16 matmul against the number of tokens, on a log-log "
                 "plot: points are marked by regime (overhead, memory or compute-bound) and the "
                 "dashed line is the card's dense peak. The sliders change the card, the weight "
-                "size and the launch overhead.",
+                "size and the overhead per kernel.",
 )
 
 EXPLORATIONS = (ACHIEVED,)
