@@ -148,9 +148,14 @@ def _summary_text(summary: dict) -> str:
         lines.append(f"{name:18s} {s['rows']:4d}  {s['median']:12.1%}  {s['p90']:9.1%}  "
                      f"{s['within_30']:10.0%}")
     for name, s in summary["chapters"].items():
-        lines.append(f"worst in {name}: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in s["worst"]))
-    lines.append("worst overall: " + ", ".join(f"{w['id']} ({w['rel_error']:+.0%})" for w in summary["worst"]))
+        lines.append(f"worst in {name}: " + _worst_text(s["worst"]))
+    lines.append("worst overall: " + _worst_text(summary["worst"]))
     return "\n".join(lines)
+
+
+def _worst_text(worst: list[dict]) -> str:
+    """The worst rows, their ids escaped as in the table (a reader's id may hold control characters)."""
+    return ", ".join(f"{_printable(w['id'])} ({w['rel_error']:+.0%})" for w in worst)
 
 
 def _reproduce(args) -> tuple[list[dict], list[str]]:

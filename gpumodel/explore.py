@@ -51,6 +51,8 @@ def _check_name(name: str) -> None:
 
 #: Most values a slider may step through (the static page precomputes its grid).
 MAX_SLIDER_VALUES = 10**6
+#: Largest magnitude of a slider's ends: its grid is rounded to 10 decimals, which must not overflow.
+MAX_SLIDER_MAGNITUDE = 1e15
 
 
 def _number(value) -> float | None:
@@ -117,6 +119,9 @@ class Slider:
         grid_step = None if self.grid_step is None else _real(owner, "grid_step", self.grid_step)
         if not low < high:
             raise ValueError(f"{owner}: min must be < max")
+        if max(abs(low), abs(high)) > MAX_SLIDER_MAGNITUDE:
+            raise ValueError(f"{owner}: min and max must be within +-{MAX_SLIDER_MAGNITUDE:g} "
+                             f"(got [{low:g}, {high:g}])")
         if not low <= default <= high:
             raise ValueError(f"{owner}: default must be in [{self.min}, {self.max}]")
         if step <= 0 or (grid_step is not None and grid_step <= 0):

@@ -16,6 +16,7 @@ Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -862,12 +863,26 @@ def _detail_value(row, key: str) -> str:
     return detail.split(f"{key}=")[1].split(";")[0].strip()
 
 
+def _detail_number(row, key: str, whole: bool = False) -> float:
+    """The number ``key=`` of a row's detail: positive and finite (whole if ``whole``), never truncated."""
+    text = _detail_value(row, key)
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0 and (not whole or number == int(number))):
+        kind = "a whole number >= 1" if whole else "a positive finite number"
+        raise ValueError(f"measured row {row.get('id')!r}: {key}= in its detail must be {kind} "
+                         f"(got {text!r:.40})")
+    return number
+
+
 def _decode_options(row) -> dict:
     """Workload options of a measured decoding row: weight bits from the stated file size."""
-    params = float(_detail_value(row, "params"))
-    nbytes = float(_detail_value(row, "file_bytes"))
+    params = _detail_number(row, "params")
+    nbytes = _detail_number(row, "file_bytes")
     options = {"weight_bits": 8.0 * nbytes / params,
-               "context": int(float(_detail_value(row, "context")))}
+               "context": int(_detail_number(row, "context", whole=True))}
     if "70b" in row["id"]:
         options.update(workloads.LLAMA3_70B)
     return options
@@ -881,7 +896,12 @@ def decode_row_kernels(row) -> dict:
     if not (isinstance(row, dict) and isinstance(row.get("id"), str)
             and isinstance(row.get("detail"), str)):
         raise ValueError("row must be a measured decoding row: a dict with a str id and detail")
-    return decode_kernels(1, **_decode_options(row))
+    options = _decode_options(row)
+    try:
+        return decode_kernels(1, **options)
+    except ValueError as err:  # the options come from the row's detail: name the row
+        raise ValueError(f"measured row {row['id']!r:.60}: its detail gives options the "
+                         f"decoding model refuses ({err})") from None
 
 
 def validation(workload: str, predictor: str = "model", reference: str | None = None,

@@ -451,7 +451,9 @@ def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
     if not acc.sparse_2_4:
         raise _Unscorable(f"{acc.name} has no 2:4 sparse Tensor Cores")
     pair = ".".join(parts[:-1] + ["dense"])
-    dense = _row_value(pair, rows)
+    dense = rows.get((pair, row["hardware"]), {}).get("value")
+    if dense is None:  # the pair on the same board: a file may hold several boards' runs
+        raise _Unscorable(f"needs the row {pair} on {row['hardware']} in the same file")
     if model == "naive":
         return dense / 2.0
     m, k, n = _shape(parts[2])
@@ -588,7 +590,8 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
     byte, no rows) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
     formed but cannot be scored (an empty id, a value that is not a positive
-    number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`) is kept
+    number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
+    hardware of an earlier row) is kept
     with its reason in ``problem``; every row carries ``file`` and ``line``.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
@@ -608,14 +611,18 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     if missing or repeated:
         what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
         raise ValueError(f"{where}, line {header_line}: {what}; expected {expected}")
-    out = []
+    out, seen = [], {}
     while (item := _next_fields(reader, where)) is not None:
         line, fields = item
         if len(fields) != len(columns):
             raise ValueError(f"{where}, line {line}: {len(fields)} fields where the header has "
                              f"{len(columns)} (a stray comma or quote?)")
-        row = dict(zip(columns, (f.strip() for f in fields)))
-        out.append(_parsed_row(row, name, line))
+        row = _parsed_row(dict(zip(columns, (f.strip() for f in fields))), name, line)
+        first = seen.setdefault((row["id"], row["hardware"]), line)
+        if first != line and not row["problem"]:
+            row["problem"] = (f"repeats the id and hardware of line {first}; keep one row "
+                              "per id and board")
+        out.append(row)
     if not out:
         raise ValueError(f"{where}, line {header_line + 1}: no rows after the header")
     return out
@@ -708,6 +715,8 @@ def _score(model: str, chapter: str | None, measurements: str | None,
         chapter = _checks.choice("chapter", chapter, CHAPTERS)
     data = dataset(measurements)
     by_id = {r["id"]: r for r in data if not r.get("problem")}
+    if measurements is not None:  # a reader's pairs are looked up on their own board too
+        by_id.update({(r["id"], r["hardware"]): r for r in data if not r.get("problem")})
     cal = throughput._calibration(calibration)
     scored, skipped = [], []
     for row in data:

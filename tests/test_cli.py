@@ -176,7 +176,7 @@ FAMILY_LACKS = [
     ("mine.allreduce.1024,x,H100 SXM5,1,GB/s,,8,m,link=Tin can", "link 'Tin can'"),
     ("mine.allreduce.1024,x,H100 SXM5,1,GB/s,,,m,link=NVLink 4 (H100)", "gpus is empty"),
     ("mine.allreduce.-5,x,H100 SXM5,1,GB/s,,8,m,link=NVLink 4 (H100)", "message size"),
-    ("mine.stream.copy,x,H100 SXM5,5e-324,GB/s,,1,m,x", "not a finite number"),
+    ("mine.stream.tiny,x,H100 SXM5,5e-324,GB/s,,1,m,x", "not a finite number"),
     ("mine.stream.copy,x,H100 SXM5,fast,GB/s,,1,m,x", "value must be a positive number"),
     ("mine.stream.copy,x,H100 SXM5,-1,GB/s,,1,m,x", "value must be a positive number"),
     (",x,H100 SXM5,1,GB/s,,1,m,x", "id is empty"),
@@ -259,6 +259,54 @@ def test_hostile_reader_files_never_trace_back(tmp_path, pieces, as_json):
         payload = _strict(out.getvalue())
         listed = len(payload["rows"]) + len(payload["unscored"])
         assert listed >= 1 and all(e["reason"] for e in payload["unscored"])
+    else:
+        _assert_printable(out.getvalue())
+
+
+def _assert_printable(text: str) -> None:
+    """No control character of a reader's file reaches the terminal: lines are printable."""
+    for line in text.split("\n"):
+        assert line.isprintable(), repr(line)
+
+
+@pytest.mark.parametrize("bad", ["\x1b[2J", "\r", "\x07", "\u202e", "\x85", "\u2028"])
+def test_control_characters_in_a_readers_ids_are_escaped_everywhere(tmp_path, bad):
+    """Table, worst rows and unscored list alike: one scored and one unscored id."""
+    ids = [f"mine.stream.{bad}x", f"mine.matmul.{bad}"]
+    path, result = _validate_file(tmp_path, HEADER + f'"{ids[0]}",copy,H100 SXM5,2900,GB/s,,1,m,x\n'
+                                  + f'"{ids[1]}",x,H100 SXM5,1,TFLOPS,,1,m,x\n'
+                                  + '"mine.stream.a\nb",copy,H100 SXM5,2900,GB/s,,1,m,x\n')
+    assert result.returncode == 0, result.stderr
+    _assert_printable(result.stdout)
+    assert "worst overall: " in result.stdout and "unscored: 1 rows" in result.stdout
+
+
+def test_a_repeated_id_on_the_same_board_is_listed_not_scored_twice(tmp_path):
+    path, result = _validate_file(tmp_path, HEADER + STREAM + STREAM.replace("2900", "100"),
+                                  "--json")
+    payload = _strict(result.stdout)
+    assert [(r["id"], r["measured"]) for r in payload["rows"]] == [("mine.stream.copy", 2900)]
+    [entry] = payload["unscored"]
+    assert entry["line"] == 3 and "repeats the id and hardware of line 2" in entry["reason"]
+
+
+def test_two_boards_in_one_file_pair_each_sparse_row_with_its_own_dense_row(tmp_path):
+    """Files of two GPUs joined: the same ids, other hardware; no row is paired across boards."""
+    def pair(board, dense):
+        return "".join(f"mine.sparse.3072x10240x3072.{kind},x,{board},{value},ms,,1,m,x\n"
+                       for kind, value in (("dense", dense), ("sparse", 0.07)))
+    alone = {}
+    for board, dense in (("H100 SXM5", 0.09), ("A100 SXM4 80GB", 0.5)):
+        _, result = _validate_file(tmp_path, HEADER + pair(board, dense), "--json")
+        alone[board] = _strict(result.stdout)["rows"][0]["predicted"]
+    _, result = _validate_file(tmp_path, HEADER + pair("H100 SXM5", 0.09)
+                               + pair("A100 SXM4 80GB", 0.5), "--json")
+    both = {r["hardware"]: r["predicted"] for r in _strict(result.stdout)["rows"]}
+    assert both == alone
+    _, result = _validate_file(tmp_path, HEADER + pair("A100 SXM4 80GB", 0.5).splitlines()[0]
+                               + "\n" + pair("H100 SXM5", 0.09).splitlines()[1] + "\n", "--json")
+    [_, entry] = _strict(result.stdout)["unscored"]
+    assert "needs the row mine.sparse.3072x10240x3072.dense on H100 SXM5" in entry["reason"]
 
 
 @pytest.mark.parametrize("args", [["list"], ["show", "H100 SXM5"], ["compare", "H100 SXM5",

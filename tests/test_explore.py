@@ -212,3 +212,15 @@ def test_no_exploration_uses_a_reserved_name():
     for exploration in all_explorations():
         for param in exploration.params:
             assert param.name not in explore.EXPRESSION_WORDS | explore.RESERVED_NAMES
+
+
+@pytest.mark.parametrize("low, high", [(1.0, 1e301), (-1e300, 0.0), (0.0, 1e16)])
+def test_a_slider_beyond_the_largest_magnitude_is_refused_naming_min_and_max(low, high):
+    """Its grid is rounded to 10 decimals: ends past 1e15 would overflow to inf (a leaked
+    RuntimeWarning and an infinite grid), so they are refused with the allowed range."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"min and max must be within \+-1e\+15"):
+            explore.Slider("s", "s", low, high, (high - low) / 10, low)
+    assert explore.Slider("s", "s", -1e15, 1e15, 2e9, 0.0).grid().size == 1_000_001

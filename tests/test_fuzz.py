@@ -1003,3 +1003,51 @@ def test_measured_refuses_missing_names():
     with pytest.raises(ValueError, match="prefix"):
         measured.measurements(None)
     assert len(measured.a100_v100_speedups()) > len(measured.a100_v100_speedups("maskrcnn")) > 0
+
+
+# --- numbers inside a measured row's detail text ----------------------------------------------
+
+DETAIL_TEXTS = ["abc", "", "nan", "inf", "-inf", "0", "-1", "-0", "1e-300", "1e308", "0x10"]
+
+
+@pytest.mark.parametrize("key", ["params", "file_bytes", "context"])
+@pytest.mark.parametrize("text", DETAIL_TEXTS + ["8.5"])
+def test_decode_row_kernels_refuses_bad_detail_numbers_naming_row(key, text):
+    """Every number of the detail is checked (never truncated: context=8.5 is refused), and the
+    refusal names ``row``, the parameter the caller passed, never ZeroDivisionError or
+    OverflowError or an option the caller did not pass."""
+    good = {"params": "8030000000", "file_bytes": "4917737554", "context": "256"}
+    if text == "8.5" and key != "context":
+        return
+    detail = "; ".join(f"{k}={text if k == key else v}" for k, v in good.items())
+    row = {"id": "decode.llama3_8b_q4.x", "detail": detail}
+    problem = _refusal(lambda: throughput.decode_row_kernels(row), "row")
+    assert problem is None, f"{detail}: {problem}"
+
+
+# --- every numeric parameter at once --------------------------------------------------------
+
+def _scaled(value, scale):
+    if isinstance(value, float) or isinstance(value, np.floating):
+        return value * scale
+    scaled = float(value) * scale
+    return max(1, int(scaled)) if math.isfinite(scaled) else 10**300
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e150, 1e30, 1e-30, 1e-150, 1e-300])
+def test_every_number_of_a_call_scaled_together_keeps_the_contract(scale):
+    """One slot at a time misses overflow that needs two huge (or tiny) arguments together
+    (a slider's max and step both near 1e300): scale every numeric baseline argument at once."""
+    problems = []
+    for key in sorted(set(REGISTRY) & set(public_functions())):
+        if entry(key).nonfinite_ok:
+            continue
+        kwargs = baseline(key)
+        scaled = {n: _scaled(v, scale) for n, v in kwargs.items() if _is_number(v)}
+        if not scaled:
+            continue
+        fn = target(key)
+        problem = check(lambda: fn(**{**kwargs, **scaled}), {p.name for p in parameters(key)})
+        if problem is not None:
+            problems.append(f"{key}({scaled}): {problem}")
+    assert not problems, "\n".join(problems)
