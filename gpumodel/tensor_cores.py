@@ -434,8 +434,9 @@ def operand_bytes_per_cycle(tile_m, tile_n, flop_per_cycle, element_bytes=2.0):
 def bytes_in_flight(bytes_per_cycle, latency_cycles):
     """Little's law: bytes that must be on their way at once to sustain ``bytes_per_cycle`` against a latency.
 
-    bytes_per_cycle x latency_cycles. An H100 SXM5 SM receiving its share of DRAM bandwidth
-    (13.9 bytes per cycle) against a 689-cycle DRAM latency needs about 9.6 KB in flight.
+    bytes_per_cycle x latency_cycles, both counted at the same clock. An H100 SXM5 SM receiving
+    its share of DRAM bandwidth (13.9 bytes per cycle at 1,830 MHz) against a 348 ns DRAM latency
+    (689 cycles measured at 1,980 MHz, 637 at 1,830 MHz) needs about 8.8 KB in flight.
     Explained in :doc:`/book/tensor_cores` (section "Feeding the Tensor Cores, per SM and per cycle").
     """
     rate = _checks.positive("bytes_per_cycle", bytes_per_cycle)

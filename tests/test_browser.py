@@ -2,7 +2,8 @@
 
 Every page under the HTML root is opened (no console errors, no outside requests) and checked by
 axe-core (vendored in tests/vendor, injected from disk): no violation of impact "serious" or
-"critical". Chapters are also checked for drawn charts and working sliders.
+"critical", and has no formula that MathJax failed to typeset. Chapters are also checked for drawn
+charts and working sliders.
 
 Needs `make book` first; `make test` builds the book and sets GPUMODEL_REQUIRE_BROWSER=1,
 which turns a missing build or browser into a failure instead of a skip. GPUMODEL_HTML points the
@@ -98,6 +99,25 @@ def axe_violations(page) -> list[dict]:
     return [v for v in found if v["impact"] in FAILING_IMPACTS]
 
 
+#: Waits for MathJax (vendored in _static) to finish its first typesetting, then returns what it
+#: could not typeset: MathJax 3 renders a TeX error as an ``mjx-merror`` element carrying the
+#: message in ``data-mjx-error`` (e.g. "Double subscripts" for a glue role left inside $...$).
+MATHJAX_ERRORS = """async () => {
+    if (!document.querySelector('script[src*="mathjax"]')) { return []; }
+    const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
+    for (let i = 0; i < 400 && !ready(); i++) { await new Promise(r => setTimeout(r, 50)); }
+    if (!ready()) { return ["MathJax did not start"]; }
+    await MathJax.startup.promise;
+    return Array.from(document.querySelectorAll("mjx-merror, [data-mjx-error]"))
+        .map(e => (e.getAttribute("data-mjx-error") || "") + ": " + e.textContent.slice(0, 80));
+}"""
+
+
+def mathjax_errors(page) -> list[str]:
+    """Every formula MathJax could not typeset on the open page, as "message: source"."""
+    return page.evaluate(MATHJAX_ERRORS)
+
+
 def _describe(violations) -> str:
     return "\n".join(f"{v['impact']} {v['id']} ({v['help']}): {', '.join(v['targets'][:6])}"
                      + (f" and {len(v['targets']) - 6} more" if len(v["targets"]) > 6 else "")
@@ -122,6 +142,14 @@ def test_page_is_offline_clean_and_accessible(browser, path):
     assert outside == [], f"{path}: requests outside the build: {outside}"
     assert violations == [], f"{path}: axe-core found\n{_describe(violations)}"
     assert late == [], f"{path}: console errors while axe ran: {late}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_has_no_mathjax_errors(browser, path):
+    page, _, _ = _open(browser, path, charts=False)
+    errors = mathjax_errors(page)
+    page.close()
+    assert errors == [], f"{path}: MathJax could not typeset {len(errors)} formula(s): {errors}"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)

@@ -224,6 +224,9 @@ REGISTRY: dict[str, dict | Entry] = {
     "workloads.training_flops_per_token": dict(params=8.03e9, layers=32, d_model=4096, seq_len=8192, causal=True),
     "workloads.model_flops_utilization": dict(tokens_per_second=1e4, flops_per_token=6.1e10, peak_flops=989e12),
     "workloads.layer_matmul_params": dict(d_model=4096, d_ff=14336, heads=32, kv_heads=8),
+    "workloads.linear_flop_share": dict(layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8,
+                                        vocab=128256, seq_len=8192, output_head=False),
+    "workloads.mixed_peak_flops": dict(fast_share=0.72, fast_peak=1978.9e12, slow_peak=989.4e12),
     "workloads.amdahl_speedup": dict(part_speedup=1.3, part_fraction=0.4, added_fraction=0.01),
     "workloads.part_fraction_needed": dict(step_speedup=1.06, part_speedup=1.25, added_fraction=0.0),
     # --- sparsity -----------------------------------------------------------------------------

@@ -40,6 +40,33 @@ def test_llama3_8b_parameters_and_flops():
     assert mfu == pytest.approx(6150 * f / 989.4e12)
 
 
+def test_llama3_8b_linear_flop_share_exact():
+    c = workloads.LLAMA3_8B
+    linear = 6 * 32 * workloads.layer_matmul_params(4096, 14336, 32, 8)
+    n = workloads.transformer_params(**c, input_embedding=False)
+    total = 6 * n + 12 * 32 * 4096 * 8192
+    share = workloads.linear_flop_share(**c, seq_len=8192)
+    assert share == pytest.approx(linear / total, rel=1e-12)
+    assert round(float(share), 3) == 0.723
+    with_head = workloads.linear_flop_share(**c, seq_len=8192, output_head=True)
+    assert with_head == pytest.approx((linear + 6 * 128256 * 4096) / total, rel=1e-12)
+
+
+def test_mixed_peak_is_the_harmonic_mix():
+    assert workloads.mixed_peak_flops(0.5, 2.0, 1.0) == pytest.approx(4 / 3)
+    assert workloads.mixed_peak_flops(1.0, 2.0, 1.0) == 2.0
+    assert workloads.mixed_peak_flops(0.0, 2.0, 1.0) == 1.0
+    with pytest.raises(ValueError, match="fast_share"):
+        workloads.mixed_peak_flops(1.5, 2.0, 1.0)
+
+
+@given(st.floats(0, 1), st.floats(1e12, 1e16), st.floats(1e12, 1e16))
+@settings(max_examples=50, deadline=None)
+def test_mixed_peak_lies_between_the_two(f, a, b):
+    p = workloads.mixed_peak_flops(f, a, b)
+    assert min(a, b) * (1 - 1e-9) <= p <= max(a, b) * (1 + 1e-9)
+
+
 def test_transformer_params_refuses_more_kv_heads_than_heads():
     with pytest.raises(ValueError, match="kv_heads"):
         workloads.transformer_params(1, 64, 128, 4, 8, 100)

@@ -8,6 +8,15 @@ from . import SeedRow
 GUIDE_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "Low-precision Computation"'
 FP8_SRC = 'Dettmers 2023, "Which GPU(s) to Get for Deep Learning", "8-bit Float Support in H100 and RTX 40 series GPUs"'
 
+
+
+def _best_fp16_loss_scale() -> float:
+    """The loss scale that loses the fewest of the chapter's stand-in gradients in FP16."""
+    from ..explorations import low_precision as lp  # pandas: imported only when the row runs
+
+    return 2.0 ** lp.best_scale("fp16")[0]
+
+
 ROWS = [
     SeedRow("low_precision.fp16_max", "65,504", lambda: precision.format_info("fp16")["max"], "largest finite value",
             GUIDE_SRC,
@@ -25,4 +34,14 @@ ROWS = [
                  "GeForce cards run at half that: "
                  f"{hardware.get('RTX 4090').peak_flops('fp8') / (1000 * TFLOPS):.2f} PFLOPS.",
             note_if_differs="Compare with the RTX 4090's dense FP8 peak with FP16 accumulation."),
+    SeedRow("low_precision.loss_scale", "1", _best_fp16_loss_scale,
+            "loss-scale factor", GUIDE_SRC,
+            note_if_differs="The post prints no number: it says loss scaling multiplies the loss 'by a small "
+                            "number before backpropagating to prevent this gradient explosion', so its factor is "
+                            "at most 1, the seed value here. That is backwards (Micikevicius et al. 2018): the "
+                            "scale is large, because the problem it solves is underflow, small gradients that "
+                            "FP16 flushes to zero; overflow is what too large a scale causes, and dynamic "
+                            "scaling halves the scale when it happens. The model value is the scale that loses "
+                            "the fewest of the chapter's stand-in gradients in FP16 (PyTorch's GradScaler starts "
+                            "at 2**16)."),
 ]
