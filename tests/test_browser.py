@@ -108,13 +108,16 @@ MATHJAX_ERRORS = """async () => {
     for (let i = 0; i < 400 && !ready(); i++) { await new Promise(r => setTimeout(r, 50)); }
     if (!ready()) { return ["MathJax did not start"]; }
     await MathJax.startup.promise;
-    return Array.from(document.querySelectorAll("mjx-merror, [data-mjx-error]"))
-        .map(e => (e.getAttribute("data-mjx-error") || "") + ": " + e.textContent.slice(0, 80));
+    const errors = "mjx-merror, [data-mjx-error]";
+    return Array.from(document.querySelectorAll(errors))
+        .filter(e => !e.closest("mjx-assistive-mml"))  // the screen-reader copy of the same formula
+        .filter(e => !e.parentElement || !e.parentElement.closest(errors))
+        .map(e => (e.getAttribute("data-mjx-error") || e.textContent).slice(0, 120));
 }"""
 
 
 def mathjax_errors(page) -> list[str]:
-    """Every formula MathJax could not typeset on the open page, as "message: source"."""
+    """MathJax's message for every formula it could not typeset on the open page."""
     return page.evaluate(MATHJAX_ERRORS)
 
 
