@@ -104,17 +104,40 @@ _MEMOS: dict = {}
 _MEMO_ENTRIES = 100_000
 
 
-def _cached(cal, key: tuple, compute: Callable[[], float]) -> float:
-    """``compute()``, remembered for this calibration: the models are pure functions."""
+#: Most distinct step-model runs (card, batch, GPUs, context) one reader's file may ask for:
+#: each costs about half a millisecond, so this bounds a file's scoring to a few seconds.
+MAX_STEP_RUNS = 5000
+#: Step-model runs the reader's file being scored may still ask for (None: no file, no bound).
+_step_runs_left: list = [None]
+
+
+def _memo(cal, room: int = 1) -> dict:
+    """The predictions remembered for this calibration, with room for ``room`` more."""
     holder = _MEMOS.get(id(cal))
     if holder is None or holder[0] is not cal:
         if len(_MEMOS) >= 16:
             _MEMOS.clear()
         holder = _MEMOS[id(cal)] = (cal, {})
-    memo = holder[1]
+    if len(holder[1]) + room > _MEMO_ENTRIES:
+        holder[1].clear()
+    return holder[1]
+
+
+def _cached(cal, key: tuple, compute: Callable[[], float], step: bool = False) -> float:
+    """``compute()``, remembered for this calibration: the models are pure functions.
+
+    A ``step`` run (the step model's kernel tables, the slow part) counts against
+    :data:`MAX_STEP_RUNS` while a reader's file is scored.
+    """
+    memo = _memo(cal, 0)
     if key not in memo:
-        if len(memo) >= _MEMO_ENTRIES:
-            memo.clear()
+        memo = _memo(cal)
+        if step and _step_runs_left[0] is not None:
+            if _step_runs_left[0] <= 0:
+                raise _Unscorable(f"the file asks the step model for more than {MAX_STEP_RUNS} "
+                                  "distinct runs (cards, batch sizes, GPU counts, contexts); "
+                                  "split it into files of fewer")
+            _step_runs_left[0] -= 1
         memo[key] = compute()
     return memo[key]
 
@@ -165,6 +188,11 @@ def _whole(row: dict, column: str) -> int:
 # --- memory hierarchy: GEMMs, bandwidth, A100 against V100 -------------------------------------
 
 def _deepbench(row: dict, model: str, rows: dict, cal) -> float:
+    return _gemm_tflops(*_deepbench_gemm(row), model, cal)
+
+
+def _deepbench_gemm(row: dict) -> tuple:
+    """m, k, n, card, peak and dtype of a DeepBench row."""
     _, _, dtype, shape, _ = _parts(row, 5, "deepbench.<set>.<dtype>.<m>x<n>x<k>.<kind>")
     m, n, k = _shape(shape)
     acc = _card(row["hardware"])
@@ -174,25 +202,28 @@ def _deepbench(row: dict, model: str, rows: dict, cal) -> float:
         raise _Unscorable(f"{acc.name} has no fp32 peak in the hardware table")
     else:
         peak = _peak(acc, "fp16")
-    return _gemm_tflops(m, k, n, acc, peak, dtype, model, cal)
+    return m, k, n, acc, peak, dtype
 
 
 def _gemm_tflops(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str, cal) -> float:
     """TFLOPS of one GEMM: the roofline (naive) or the best tiling with waves and split-K at the
     card's sustained matmul share of peak and streaming share of bandwidth (book)."""
     key = ("gemm", m, k, n, acc.name, peak, dtype, model)
-    return _cached(cal, key, lambda: _gemm_tflops_now(m, k, n, acc, peak, dtype, model, cal))
+    return _cached(cal, key, lambda: float(_gemm_tflops_now(m, k, n, acc, peak, dtype, model,
+                                                            cal)))
 
 
-def _gemm_tflops_now(m: int, k: int, n: int, acc, peak: float, dtype: str, model: str,
-                     cal) -> float:
+def _gemm_tflops_now(m, k, n, acc, peak: float, dtype: str, model: str, cal):
+    """:func:`_gemm_tflops` computed; ``m``, ``k`` and ``n`` may be arrays of many shapes."""
     flops = memory.matmul_flops(m, k, n)
     if model == "naive":
-        return float(flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS)
+        return flops / memory.matmul_roofline_seconds(m, k, n, peak, acc.bandwidth, dtype) / TFLOPS
     peak, bw = peak * cal.gemm_share(acc), acc.bandwidth * cal.stream_share(acc)
-    best = min(float(memory.gemm_seconds(m, k, n, peak, bw, acc.sm_count or 1, tm, tn, s,
-                                         dtype)) for tm, tn, s in GEMM_CONFIGS)
-    return float(flops / best / TFLOPS)
+    tile_m, tile_n, split = (np.array(c, dtype=float) for c in zip(*GEMM_CONFIGS))
+    m, k, n = (np.asarray(x, dtype=float)[..., None] for x in (m, k, n))
+    best = memory.gemm_seconds(m, k, n, peak, bw, acc.sm_count or 1, tile_m, tile_n, split,
+                               dtype).min(axis=-1)
+    return flops / best / TFLOPS
 
 
 def _stream(row: dict, model: str, rows: dict, cal) -> float | None:
@@ -369,7 +400,7 @@ def _lambda(row: dict, model: str, rows: dict, cal) -> float:
         table = throughput.kernels_for(workload, batch)
         return batch * _peak(acc, "fp16") / float(table["flops"] @ table["launches"])
     return _cached(cal, ("lambda", workload, acc.name, batch), lambda: float(
-        throughput.throughput(workload, [acc], batch, calibration=cal)[0]))
+        throughput.throughput(workload, [acc], batch, calibration=cal)[0]), step=True)
 
 
 def _decode(row: dict, model: str, rows: dict, cal) -> float:
@@ -384,7 +415,7 @@ def _decode(row: dict, model: str, rows: dict, cal) -> float:
         return float(acc.bandwidth / nbytes)
     key = ("decode", acc.name, tuple(sorted(options.items())))
     return _cached(cal, key, lambda: float(throughput.throughput(
-        "llm-decode", [acc], 1, calibration=cal, **options)[0]))
+        "llm-decode", [acc], 1, calibration=cal, **options)[0]), step=True)
 
 
 #: Largest number a reader's detail may state (a parameter count or a file size in bytes).
@@ -420,7 +451,8 @@ def _llm_train(row: dict, model: str, rows: dict, cal) -> float:
     if model == "naive":
         return tokens * acc.peak_flops("fp16") / float(table["flops"] @ table["launches"])
     engine = "compiled" if compiled else "eager"
-    return tokens / float(throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0])
+    return tokens / _cached(cal, ("train", acc, batch, gpus, compiled), lambda: float(
+        throughput.step_seconds(table, [acc], engine, "16-bit", cal)[0]), step=True)
 
 
 # --- a reader's own measurements (measurements/run.py) ----------------------------------------
@@ -433,10 +465,15 @@ def _mine_card(row: dict) -> hardware.Accelerator:
 
 
 def _mine_matmul(row: dict, model: str, rows: dict, cal) -> float:
+    return _gemm_tflops(*_mine_matmul_gemm(row), model, cal)
+
+
+def _mine_matmul_gemm(row: dict) -> tuple:
+    """m, k, n, card, peak and dtype of a reader's matmul row."""
     _, _, dtype, shape = _parts(row, 4, "mine.matmul.<dtype>.<m>x<n>x<k>")
     acc = _mine_card(row)
     m, n, k = _shape(shape)
-    return _gemm_tflops(m, k, n, acc, _peak(acc, dtype), dtype, model, cal)
+    return m, k, n, acc, _peak(acc, dtype), dtype
 
 
 def _mine_stream(row: dict, model: str, rows: dict, cal) -> float:
@@ -444,12 +481,7 @@ def _mine_stream(row: dict, model: str, rows: dict, cal) -> float:
 
 
 def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
-    parts = _parts(row, 4, "mine.sparse.<m>x<k>x<n>.<dense or sparse>")
-    acc = _mine_card(row)
-    if parts[-1] != "sparse":
-        raise _Unscorable("only the sparse side of a dense/sparse pair is predicted")
-    if not acc.sparse_2_4:
-        raise _Unscorable(f"{acc.name} has no 2:4 sparse Tensor Cores")
+    parts, acc = _mine_sparse_card(row)
     pair = ".".join(parts[:-1] + ["dense"])
     dense = rows.get((pair, row["hardware"]), {}).get("value")
     if dense is None:  # the pair on the same board: a file may hold several boards' runs
@@ -459,11 +491,43 @@ def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
     m, k, n = _shape(parts[2])
     peak = _peak(acc, "fp16")
     return dense / _cached(cal, ("sparse", m, k, n, acc.name), lambda: float(
-        sparsity.sparse_gemm_speedup(m, k, n, peak, acc.bandwidth, "fp16", 1.0,
-                                     SPARSE_OVERHEAD_SECONDS)))
+        _sparse_speedup_now(m, k, n, acc, peak)))
+
+
+def _sparse_speedup_now(m, k, n, acc, peak: float):
+    """The 2:4 speed-up of reader's GEMMs; ``m``, ``k`` and ``n`` may be arrays of many shapes."""
+    return sparsity.sparse_gemm_speedup(m, k, n, peak, acc.bandwidth, "fp16", 1.0,
+                                        SPARSE_OVERHEAD_SECONDS)
+
+
+def _mine_sparse_card(row: dict) -> tuple[list[str], hardware.Accelerator]:
+    """The id's parts and the card of a reader's sparse row (the sparse side, on a 2:4 card)."""
+    parts = _parts(row, 4, "mine.sparse.<m>x<k>x<n>.<dense or sparse>")
+    acc = _mine_card(row)
+    if parts[-1] != "sparse":
+        raise _Unscorable("only the sparse side of a dense/sparse pair is predicted")
+    if not acc.sparse_2_4:
+        raise _Unscorable(f"{acc.name} has no 2:4 sparse Tensor Cores")
+    return parts, acc
 
 
 def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float:
+    size, gpus, name = _mine_allreduce_args(row)
+    bw = _link_bandwidth(name)
+    if model == "naive":
+        return bw / GB
+    return _cached(cal, ("allreduce", size, gpus, name), lambda: float(
+        _allreduce_now(size, gpus, name)))
+
+
+def _allreduce_now(size, gpus, name: str):
+    """Modelled bus bandwidth in GB/s; ``size`` and ``gpus`` may be arrays of many runs."""
+    return parallelism.modelled_bus_bandwidth(size, gpus, PROTOCOL_EFFICIENCY
+                                              * _link_bandwidth(name), RING_STEP_SECONDS) / GB
+
+
+def _mine_allreduce_args(row: dict) -> tuple[int, int, str]:
+    """Message size in bytes, GPU count and link name of a reader's all-reduce row."""
     size = _parts(row, 3, "mine.allreduce.<bytes>")[-1]
     detail = row.get("detail") or ""
     if "link=" not in detail:
@@ -477,12 +541,7 @@ def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float:
     gpus = _whole(row, "gpus")
     if gpus < 2:
         raise _Unscorable("an all-reduce needs gpus of 2 or more")
-    bw = _link_bandwidth(name)
-    if model == "naive":
-        return bw / GB
-    return _cached(cal, ("allreduce", int(size), gpus, name), lambda: float(
-        parallelism.modelled_bus_bandwidth(int(size), gpus, PROTOCOL_EFFICIENCY * bw,
-                                           RING_STEP_SECONDS) / GB))
+    return int(size), gpus, name
 
 
 @functools.lru_cache(maxsize=None)
@@ -556,7 +615,9 @@ def dataset(measurements: str | None = None) -> list[dict]:
 
     A reader's file has the columns of ``data/measurements.csv`` (id, what, hardware, value,
     unit, batch, gpus, source, detail), as ``measurements/run.py`` writes it: UTF-8 (a
-    byte-order mark is fine), at most :data:`MAX_FILE_BYTES`; see :func:`read_rows`.
+    byte-order mark is fine), at most :data:`MAX_FILE_BYTES`; see :func:`read_rows`. Scoring
+    it asks the step model (training and decoding rows) for at most :data:`MAX_STEP_RUNS`
+    distinct runs; rows past that are listed as unscored with the reason.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     if measurements is None:
@@ -719,20 +780,98 @@ def _score(model: str, chapter: str | None, measurements: str | None,
         by_id.update({(r["id"], r["hardware"]): r for r in data if not r.get("problem")})
     cal = throughput._calibration(calibration)
     scored, skipped = [], []
-    for row in data:
-        rule = _rule(row["id"])
-        if chapter is not None and (rule is None or rule.chapter != chapter):
-            continue
-        predicted, reason = _predict(rule, row, model, by_id, cal, measurements is not None)
-        if predicted is None:
-            skipped.append(_unscored_entry(row, rule, reason))
-            continue
-        scored.append({"id": row["id"], "chapter": rule.chapter, "hardware": row["hardware"],
-                       "workload": rule.workload, "measured": float(row["value"]),
-                       "predicted": predicted, "unit": row["unit"],
-                       "rel_error": predicted / float(row["value"]) - 1.0,
-                       "source": f"{row['source'].strip('[]')}: {row.get('detail') or ''}".rstrip(": ")})
+    reader = measurements is not None
+    _step_runs_left[0] = MAX_STEP_RUNS if reader else None
+    try:
+        for start in range(0, len(data), _CHUNK_ROWS):
+            chunk = data[start:start + _CHUNK_ROWS]
+            if reader:
+                _prefetch(chunk, model, cal)
+            for row in chunk:
+                rule = _rule(row["id"])
+                if chapter is not None and (rule is None or rule.chapter != chapter):
+                    continue
+                predicted, reason = _predict(rule, row, model, by_id, cal, reader)
+                if predicted is None:
+                    skipped.append(_unscored_entry(row, rule, reason))
+                    continue
+                scored.append({"id": row["id"], "chapter": rule.chapter,
+                               "hardware": row["hardware"], "workload": rule.workload,
+                               "measured": float(row["value"]), "predicted": predicted,
+                               "unit": row["unit"],
+                               "rel_error": predicted / float(row["value"]) - 1.0,
+                               "source": f"{row['source'].strip('[]')}: "
+                                         f"{row.get('detail') or ''}".rstrip(": ")})
+    finally:
+        _step_runs_left[0] = None
     return scored, skipped
+
+
+#: Rows of a reader's file prefetched (and their predictions remembered) at a time.
+_CHUNK_ROWS = 20_000
+
+
+def _prefetch(rows: list[dict], model: str, cal) -> None:
+    """Remember the predictions of a reader's GEMM, sparse and all-reduce rows, one vectorized
+    call per card (the same models as the row-by-row rules, which then find them remembered),
+    so that a file of 200,000 distinct shapes scores in seconds. A row that cannot be parsed
+    is left to its rule, which says why."""
+    groups: dict = {}
+    for row in rows:
+        family = next((f for f in _PREFETCH if row["id"].startswith(f)), None)
+        if row.get("problem") or family is None:
+            continue
+        try:
+            group, item = _PREFETCH[family][0](row, model)
+        except _Unscorable:
+            continue
+        if group is not None:
+            groups.setdefault((family, group), set()).add(item)
+    memo = _memo(cal, sum(len(items) for items in groups.values()) + len(rows))
+    for (family, group), items in groups.items():
+        items = sorted(items)
+        try:
+            values = _PREFETCH[family][1](np.array(items, dtype=float).T, group, model, cal)
+        except (ValueError, ArithmeticError):
+            continue  # each row then meets the model's refusal itself
+        for item, value in zip(items, np.broadcast_to(values, len(items))):
+            memo[_PREFETCH[family][2](item, group, model)] = float(value)
+
+
+def _gemm_group(row: dict, model: str):
+    parse = _deepbench_gemm if row["id"].startswith("deepbench.") else _mine_matmul_gemm
+    m, k, n, acc, peak, dtype = parse(row)
+    return (acc, peak, dtype), (m, k, n)
+
+
+def _sparse_group(row: dict, model: str):
+    parts, acc = _mine_sparse_card(row)
+    if model == "naive":
+        return None, None
+    return (acc, _peak(acc, "fp16")), _shape(parts[2])
+
+
+def _allreduce_group(row: dict, model: str):
+    size, gpus, name = _mine_allreduce_args(row)
+    return (None, None) if model == "naive" else (name, (size, gpus))
+
+
+_GEMM_PREFETCH = (
+    _gemm_group,
+    lambda a, g, model, cal: _gemm_tflops_now(a[0], a[1], a[2], g[0], g[1], g[2], model, cal),
+    lambda item, g, model: ("gemm", *item, g[0].name, g[1], g[2], model))
+#: Families whose reader's rows are prefetched: (group and item of a row, the vectorized
+#: model over a group's items, the memo key of one item).
+_PREFETCH = {
+    "deepbench.": _GEMM_PREFETCH,
+    "mine.matmul.": _GEMM_PREFETCH,
+    "mine.sparse.": (_sparse_group,
+                     lambda a, g, model, cal: _sparse_speedup_now(a[0], a[1], a[2], g[0], g[1]),
+                     lambda item, g, model: ("sparse", *item, g[0].name)),
+    "mine.allreduce.": (_allreduce_group,
+                        lambda a, g, model, cal: _allreduce_now(a[0], a[1], g),
+                        lambda item, g, model: ("allreduce", *item, g)),
+}
 
 
 def _predict(rule, row, model, by_id, cal, reader: bool) -> tuple[float | None, str | None]:
