@@ -486,7 +486,7 @@ def stream_table() -> pd.DataFrame:
     """Best measured streaming bandwidth against the datasheet peak.
 
     The best of the kernels that read (read, scale, triad), and beside it the write-only kernel,
-    which reaches more on most boards.
+    which reaches more on every board in the table.
     """
     from .. import measured
 

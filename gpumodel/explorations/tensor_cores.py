@@ -333,18 +333,20 @@ def gemm_peak_fractions() -> pd.DataFrame:
     (``hardware_aliases.csv``); the software column is the PyTorch or ROCm version the
     measurement names in its detail (blank where it names none).
     """
-    cases = (("deepbench.v100.fp16.4096x7000x4096.nn", "V100 SXM2 16GB", None, "fp16"),
-             ("mamf.a100_sxm.bf16", "A100 SXM4 80GB", None, "bf16"),
-             ("mamf.h100_sxm.bf16", "H100 SXM5", None, "bf16"),
-             ("mamf.h100_sxm.fp8", "H100 SXM5", None, "fp8"),
-             ("mamf.gh200.bf16", "GH200", "H100 SXM5", "bf16"),
-             ("mamf.gh200.fp8", "GH200", "H100 SXM5", "fp8"),
-             ("mamf.mi300x.bf16", "MI300X", None, "bf16"))
+    from ..calibration import PEAK_ALIASES
+
+    cases = (("deepbench.v100.fp16.4096x7000x4096.nn", "V100 SXM2 16GB", "fp16"),
+             ("mamf.a100_sxm.bf16", "A100 SXM4 80GB", "bf16"),
+             ("mamf.h100_sxm.bf16", "H100 SXM5", "bf16"),
+             ("mamf.h100_sxm.fp8", "H100 SXM5", "fp8"),
+             ("mamf.gh200.bf16", "GH200", "bf16"),
+             ("mamf.gh200.fp8", "GH200", "fp8"),
+             ("mamf.mi300x.bf16", "MI300X", "bf16"))
     details = {r["id"]: r["detail"] for r in measured.measurements()}
     rows = []
-    for key, name, peak_as, dtype in cases:
+    for key, name, dtype in cases:
         value = measured.measurement(key)
-        peak = hardware.get(peak_as or name).peak_flops(dtype) / 1e12
+        peak = hardware.get(PEAK_ALIASES.get(name, name)).peak_flops(dtype) / 1e12
         found = re.search(r"(torch [0-9][^;, ]*|ROCm [0-9.]+)", details[key])
         rows.append({"measurement": key, "GPU": name, "dtype": dtype,
                      "software": found.group(1) if found else "",
