@@ -604,6 +604,10 @@ def _collective_as_measurement(row: dict) -> dict:
 
 #: Largest reader's file :func:`dataset` reads, in bytes (several hundred thousand rows).
 MAX_FILE_BYTES = 64 * 2**20
+#: Most lines (blank ones too) and columns a reader's file may have: 200,000 rows score in
+#: seconds; past these, the file is refused (a blank or wide file costs time to read too).
+MAX_LINES = 300_000
+MAX_COLUMNS = 100
 #: Largest batch or GPU count a reader's row may state.
 MAX_COUNT = 10**6
 
@@ -647,7 +651,7 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
 
     A file that is not a CSV of that schema (a missing column, a row with more or fewer
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
-    byte, no rows) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
+    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
     formed but cannot be scored (an empty id, a value that is not a positive
     number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
     hardware of an earlier row) is kept
@@ -665,7 +669,11 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     if header is None:
         raise ValueError(f"{where}, line 1: the file is empty; expected the header {expected}")
     header_line, columns = header[0], [c.strip() for c in header[1]]
-    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if len(columns) > MAX_COLUMNS:
+        raise ValueError(f"{where}, line {header_line}: {len(columns)} columns, more than the "
+                         f"{MAX_COLUMNS} a measurements file may have; expected {expected}")
+    named = [c for c in columns if c]  # a spreadsheet may add unnamed empty columns
+    repeated = sorted({c for c in named if named.count(c) > 1})
     missing = set(measured._MEASUREMENT_COLUMNS) - set(columns)
     if missing or repeated:
         what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
@@ -691,6 +699,9 @@ def _next_fields(reader, where: str) -> tuple[int, list[str]] | None:
     """The next row that is not blank, with the line it starts on; None at the end."""
     while True:
         start = reader.line_num + 1
+        if start > MAX_LINES:
+            raise ValueError(f"{where}, line {start}: more than {MAX_LINES:,} lines, the limit "
+                             "for a measurements file; split it")
         try:
             fields = next(reader)
         except StopIteration:
