@@ -936,7 +936,13 @@ def summary(scored: list[dict]) -> dict:
             isinstance(r, dict) and {"id", "chapter", "rel_error"} <= set(r) for r in scored):
         raise ValueError("scored must be the list of dicts that rows() returns")
     for i, r in enumerate(scored):
-        _checks.scalar(f"scored[{i}]['rel_error'] (row {r['id']!r})", r["rel_error"])
+        where = f"scored[{i}]"
+        if _checks.scalar(f"{where}['rel_error'] (row {r['id']!r:.60})", r["rel_error"]) < -1:
+            raise ValueError(f"{where}['rel_error'] must be >= -1, a prediction over a positive "
+                             f"measurement less one (got {r['rel_error']!r:.40})")
+        if not isinstance(r["chapter"], str) or r["chapter"] not in CHAPTERS:
+            raise ValueError(f"{where}['chapter'] must be one of {', '.join(CHAPTERS)} "
+                             f"(got {r['chapter']!r:.60})")
     out = {"chapters": {}, "overall": _stats([r["rel_error"] for r in scored])}
     for chapter in CHAPTERS:
         mine = [r for r in scored if r["chapter"] == chapter]
@@ -1091,7 +1097,7 @@ def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float,
               if workload_prefix is None or r["id"].startswith(workload_prefix)]
     if not errors:
         raise ValueError(f"no left-out rows for chapter {chapter!r} and workload_prefix "
-                         f"{workload_prefix!r}")
+                         f"{workload_prefix!r:.60}")
     return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
 
 
