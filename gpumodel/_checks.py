@@ -155,7 +155,7 @@ def choice(name: str, value: str, options) -> str:
         return lookup[key]
     close = difflib.get_close_matches(key, list(lookup), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(repr(lookup[c]) for c in close)}?" if close else ""
-    raise ValueError(f"unknown {name} {value!r}{hint} (known: {', '.join(map(str, options))})")
+    raise ValueError(f"unknown {name} {_brief(value)}{hint} (known: {', '.join(map(str, options))})")
 
 
 def broadcast(**arrays) -> tuple:

@@ -606,6 +606,10 @@ def _collective_as_measurement(row: dict) -> dict:
 
 #: Largest reader's file :func:`dataset` reads, in bytes (several hundred thousand rows).
 MAX_FILE_BYTES = 64 * 2**20
+#: Most lines (blank ones too) and columns a reader's file may have: 200,000 rows score in
+#: seconds; past these, the file is refused (a blank or wide file costs time to read too).
+MAX_LINES = 300_000
+MAX_COLUMNS = 100
 #: Largest batch or GPU count a reader's row may state.
 MAX_COUNT = 10**6
 
@@ -649,7 +653,7 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
 
     A file that is not a CSV of that schema (a missing column, a row with more or fewer
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
-    byte, no rows) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
+    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
     formed but cannot be scored (an empty id, a value that is not a positive
     number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
     hardware of an earlier row) is kept
@@ -667,7 +671,11 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     if header is None:
         raise ValueError(f"{where}, line 1: the file is empty; expected the header {expected}")
     header_line, columns = header[0], [c.strip() for c in header[1]]
-    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if len(columns) > MAX_COLUMNS:
+        raise ValueError(f"{where}, line {header_line}: {len(columns)} columns, more than the "
+                         f"{MAX_COLUMNS} a measurements file may have; expected {expected}")
+    named = [c for c in columns if c]  # a spreadsheet may add unnamed empty columns
+    repeated = sorted({c for c in named if named.count(c) > 1})
     missing = set(measured._MEASUREMENT_COLUMNS) - set(columns)
     if missing or repeated:
         what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
@@ -693,6 +701,9 @@ def _next_fields(reader, where: str) -> tuple[int, list[str]] | None:
     """The next row that is not blank, with the line it starts on; None at the end."""
     while True:
         start = reader.line_num + 1
+        if start > MAX_LINES:
+            raise ValueError(f"{where}, line {start}: more than {MAX_LINES:,} lines, the limit "
+                             "for a measurements file; split it")
         try:
             fields = next(reader)
         except StopIteration:
@@ -927,7 +938,13 @@ def summary(scored: list[dict]) -> dict:
             isinstance(r, dict) and {"id", "chapter", "rel_error"} <= set(r) for r in scored):
         raise ValueError("scored must be the list of dicts that rows() returns")
     for i, r in enumerate(scored):
-        _checks.scalar(f"scored[{i}]['rel_error'] (row {r['id']!r})", r["rel_error"])
+        where = f"scored[{i}]"
+        if _checks.scalar(f"{where}['rel_error'] (row {r['id']!r:.60})", r["rel_error"]) < -1:
+            raise ValueError(f"{where}['rel_error'] must be >= -1, a prediction over a positive "
+                             f"measurement less one (got {r['rel_error']!r:.40})")
+        if not isinstance(r["chapter"], str) or r["chapter"] not in CHAPTERS:
+            raise ValueError(f"{where}['chapter'] must be one of {', '.join(CHAPTERS)} "
+                             f"(got {r['chapter']!r:.60})")
     out = {"chapters": {}, "overall": _stats([r["rel_error"] for r in scored])}
     for chapter in CHAPTERS:
         mine = [r for r in scored if r["chapter"] == chapter]
@@ -1082,7 +1099,7 @@ def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float,
               if workload_prefix is None or r["id"].startswith(workload_prefix)]
     if not errors:
         raise ValueError(f"no left-out rows for chapter {chapter!r} and workload_prefix "
-                         f"{workload_prefix!r}")
+                         f"{workload_prefix!r:.60}")
     return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
 
 

@@ -118,9 +118,15 @@ def _one_line_error(result, *fragments):
      "repeated columns ['id']"),
     (bytes(range(256)) * 4, 2, "byte 0x80 is not UTF-8"),
     (HEADER.encode() + b"mine.stream.copy,\x00,H100 SXM5,1,GB/s,,1,mine,x\n", 2, "NUL"),
+    (HEADER + STREAM + "\n" * 300_000, 300_001, "more than 300,000 lines"),
+    (HEADER + STREAM + ",,,,,,,,\n" * 300_000, 300_001, "more than 300,000 lines"),
+    (HEADER + "".join(f"mine.stream.{i},x,H100 SXM5,1,GB/s,,1,m,x\n" for i in range(300_000)),
+     300_001, "split it"),
+    (HEADER.replace("\n", "," * 2_000_000 + "\n") + STREAM, 1, "2000009 columns"),
 ], ids=["short row", "long row", "unterminated quote", "text after a quote", "huge field",
         "latin-1", "empty", "blank lines", "header only", "missing id", "repeated column",
-        "binary junk", "nul byte"])
+        "binary junk", "nul byte", "300,000 blank lines", "300,000 empty rows",
+        "300,000 rows", "two million columns"])
 def test_a_malformed_file_exits_2_naming_file_and_line(tmp_path, content, line, fragment):
     path, result = _validate_file(tmp_path, content)
     _one_line_error(result, path, f"line {line}:", fragment)
@@ -133,6 +139,11 @@ def test_an_oversize_file_is_refused_without_reading_it_all(tmp_path):
         handle.truncate(validate.MAX_FILE_BYTES + 1)
     _one_line_error(run("validate", "--measurements", str(path)), str(path), "64 MiB")
     _one_line_error(run("validate", "--measurements", "/dev/zero"), "/dev/zero", "64 MiB")
+
+
+def test_unnamed_empty_columns_of_a_spreadsheet_are_accepted(tmp_path):
+    _, result = _validate_file(tmp_path, HEADER.replace("\n", ",,\n") + STREAM.replace("\n", ",,\n"))
+    assert result.returncode == 0 and "mine.stream.copy" in result.stdout, result.stderr
 
 
 def test_a_byte_order_mark_is_accepted(tmp_path):

@@ -1054,3 +1054,23 @@ def test_every_number_of_a_call_scaled_together_keeps_the_contract(scale):
         if problem is not None:
             problems.append(f"{key}({scaled}): {problem}")
     assert not problems, "\n".join(problems)
+
+
+def _string_slots():
+    return [(key, name) for key in sorted(set(REGISTRY) & set(public_functions()))
+            for name, value in baseline(key).items() if isinstance(value, str) and value]
+
+
+@pytest.mark.parametrize("slot", _string_slots(), ids="{0[0]}-{0[1]}".format)
+def test_a_huge_name_is_refused_in_one_short_message(slot):
+    """A name of 200,000 characters: refused quickly, the message echoing a short part of it
+    (a command line prints the message as its one line)."""
+    key, name = slot
+    kwargs = baseline(key)
+    value = kwargs[name] * (200_000 // len(kwargs[name]) + 1)
+    start = time.perf_counter()
+    try:
+        target(key)(**{**kwargs, name: value})
+    except ValueError as err:
+        assert len(str(err)) < 10_000, f"{key}({name}=...): message of {len(str(err))} characters"
+    assert time.perf_counter() - start < SLOW

@@ -2,6 +2,7 @@
 import csv
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,14 @@ def test_summary_refuses_an_unscored_error(error):
             {"id": "b", "chapter": "sparsity", "rel_error": error}]
     with pytest.raises(ValueError, match=r"scored\[1\].*'b'"):
         validate.summary(rows)
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ({"chapter": "zzz"}, "['chapter'] must be one of"), ({"chapter": None}, "['chapter'] must be one of"),
+    ({"rel_error": -2.0}, "['rel_error'] must be >= -1")])
+def test_summary_refuses_rows_it_would_drop_or_cannot_be_errors(bad, fragment):
+    """A row of an unknown chapter used to count overall but in no chapter; an error below -1
+    is no prediction over a positive measurement."""
+    row = dict({"id": "a", "chapter": "sparsity", "rel_error": 0.1}, **bad)
+    with pytest.raises(ValueError, match=r"scored\[1\]" + re.escape(fragment)):
+        validate.summary([{"id": "b", "chapter": "sparsity", "rel_error": -1.0}, row])

@@ -54,15 +54,15 @@ def rounds_to(value: float, printed: str) -> bool:
     value = _checks.scalar("value", value)
     text = _checks.text("printed", printed).strip().lower().replace(",", "")
     if not _PRINTED.fullmatch(text):
-        raise ValueError(f"printed must be a number as printed, e.g. '1.73' or '5.2e-05' (got {printed!r})")
+        raise ValueError(f"printed must be a number as printed, e.g. '1.73' or '5.2e-05' (got {printed!r:.60})")
     target = float(text)
     if not math.isfinite(target):
-        raise ValueError(f"printed must be finite (got {printed!r})")
+        raise ValueError(f"printed must be finite (got {printed!r:.60})")
     if "e" in text:
         mantissa, exponent = text.split("e")
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
         if abs(int(exponent)) > 300:
-            raise ValueError(f"printed must have an exponent in [-300, 300] (got {printed!r})")
+            raise ValueError(f"printed must have an exponent in [-300, 300] (got {printed!r:.60})")
         scale = 10.0 ** int(exponent)
         scaled = value / scale
         if not math.isfinite(scaled):  # value is astronomically larger than the printed number
