@@ -303,7 +303,15 @@ def _brief(value) -> str:
 
 
 def _normal(text) -> str:
-    return "".join(ch for ch in str(text).lower() if ch.isalnum() or ch in "./")
+    if isinstance(text, str):
+        return _normal_str(text)
+    return _normal_str(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal_str(text: str) -> str:
+    """``text`` lower-cased, only letters, digits, dots and slashes (cached: names recur)."""
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "./")
 
 
 def _show(arr: np.ndarray) -> str:

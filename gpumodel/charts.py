@@ -15,11 +15,13 @@ Explained in :doc:`/book/about` (section "How the interactive figures work").
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import html
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import altair as alt
@@ -41,24 +43,43 @@ SEQUENTIAL = "viridis"
 #: Most rows of one "Data behind this chart" table; the rest are cut, and the summary says how many.
 MAX_TABLE_ROWS = 150
 
+#: How a chart is put on the page: its spec as inert JSON, parsed and drawn when the chart comes
+#: within :data:`LAZY_MARGIN` of the screen (IntersectionObserver) or, after the page has
+#: loaded, when the browser is idle; charts on the first screen are drawn at once.
 _EMBED = """<div id="{id}" class="gpumodel-chart"></div>
+<script type="application/json" id="{id}-spec">{spec}</script>
 <script type="text/javascript">
 (function () {{
-  var spec = {spec};
-  var tries = 0;
+  var id = "{id}", done = false, tries = 0;
   function draw() {{
-    if (window.vegaEmbed) {{
-      window.vegaEmbed("#{id}", spec, {{"actions": false, "renderer": "svg"}})
-        .catch(function (err) {{ console.error("gpumodel chart {id}: " + err); }});
-    }} else if (tries++ < 400) {{
-      setTimeout(draw, 25);
-    }} else {{
-      console.error("gpumodel chart {id}: {bundle} did not load");
+    if (done) {{ return; }}
+    if (!window.vegaEmbed) {{
+      if (tries++ < 400) {{ setTimeout(draw, 25); }}
+      else {{ console.error("gpumodel chart " + id + ": {bundle} did not load"); }}
+      return;
     }}
+    done = true;
+    var spec = JSON.parse(document.getElementById(id + "-spec").textContent);
+    window.vegaEmbed("#" + id, spec, {{"actions": false, "renderer": "svg"}})
+      .catch(function (err) {{ console.error("gpumodel chart " + id + ": " + err); }});
   }}
-  draw();
+  if (!("IntersectionObserver" in window)) {{ draw(); return; }}
+  var seen = new IntersectionObserver(function (entries) {{
+    for (var i = 0; i < entries.length; i++) {{
+      if (entries[i].isIntersecting) {{ seen.disconnect(); draw(); return; }}
+    }}
+  }}, {{"rootMargin": "{margin} 0px"}});
+  seen.observe(document.getElementById(id));
+  function later() {{
+    var idle = window.requestIdleCallback || function (f) {{ return setTimeout(f, 50); }};
+    idle(function () {{ seen.disconnect(); draw(); }}, {{"timeout": 2000}});
+  }}
+  if (document.readyState === "complete") {{ later(); }}
+  else {{ window.addEventListener("load", later); }}
 }})();
 </script>"""
+#: How far below (or above) the screen a chart is drawn ahead of being scrolled into view.
+LAZY_MARGIN = "300px"
 
 
 def _theme() -> dict:
@@ -118,10 +139,16 @@ def book_mode() -> bool:
 
 
 def embed_html(spec: dict) -> str:
-    """HTML that draws a Vega-Lite ``spec`` with the book's vendored vega-embed bundle."""
+    """HTML that draws a Vega-Lite ``spec`` with the book's vendored vega-embed bundle.
+
+    The spec is stored as JSON in the page and drawn lazily: when the chart nears the screen, or
+    when the browser is idle after the page has loaded (:data:`LAZY_MARGIN`).
+    """
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     chart_id = "vl-" + hashlib.sha1(text.encode()).hexdigest()[:16]
-    return _EMBED.format(id=chart_id, spec=text.replace("</", "<\\/"), bundle=BUNDLE_NAME)
+    # "<" as its JSON escape: nothing in the spec can close the script element or open a comment
+    return _EMBED.format(id=chart_id, spec=text.replace("<", "\\u003c"), bundle=BUNDLE_NAME,
+                         margin=LAZY_MARGIN)
 
 
 def _cell(value) -> str:
@@ -211,17 +238,228 @@ def data_html(spec: dict, max_rows: int = MAX_TABLE_ROWS) -> str:
             f'{"".join(tables)}</div></details>')
 
 
+#: Inline datasets with fewer rows stay rows of objects (a transform would save next to nothing).
+COMPACT_MIN_ROWS = 50
+#: Keys of a Vega-Lite view (a node whose ``data`` a transform can follow).
+_VIEW_KEYS = {"mark", "layer", "hconcat", "vconcat", "concat", "facet", "spec", "repeat",
+              "encoding"}
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def _strings(node, skip=("datasets",)):
+    """Every string value (and string in a list) under ``node``, outside the keys in ``skip``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key not in skip:
+                yield from _strings(value, skip)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value, skip)
+    elif isinstance(node, str):
+        yield node
+
+
+def _shows_every_field(spec: dict) -> bool:
+    """Whether a mark shows its whole datum (``tooltip: true``): every column is then used."""
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            tip = node.get("tooltip")
+            if tip is True or (isinstance(tip, dict) and tip.get("content") == "data"):
+                return True
+            stack.extend(v for k, v in node.items() if k != "datasets")
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _data_nodes(spec: dict) -> tuple[dict, set]:
+    """The views that read each named dataset, and the names read anywhere else (a lookup)."""
+    views, other = {}, set()
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("name"), str):
+                if _VIEW_KEYS.intersection(node):
+                    views.setdefault(data["name"], []).append(node)
+                else:
+                    other.add(data["name"])
+            stack.extend(v for k, v in node.items() if k != "datasets")
+        elif isinstance(node, list):
+            stack.extend(node)
+    return views, other
+
+
+def _columns(rows: list, strings: list[str], keep_all: bool, groups: set):
+    """``rows`` as datums of columns, and the columns stored as indexes into their values.
+
+    Consecutive rows that share the values of the ``groups`` columns (the sliders' and menus'
+    parameters) become one datum holding those values once and every other column as an
+    array. None if the rows are not flat rows sharing one set of keys.
+    """
+    keys = list(rows[0]) if rows and isinstance(rows[0], dict) else []
+    if not keys or any(not isinstance(r, dict) or list(r) != keys for r in rows):
+        return None
+    if any(re.search(r"[.\\\[\]]", k) for k in keys):
+        return None  # a Vega-Lite field name would read these as nested access
+    if not all(isinstance(v, _SCALAR) for r in rows for v in r.values()):
+        return None
+    keys = [k for k in keys if keep_all or any(k in s for s in strings)]  # drop unread columns
+    by = [k for k in keys if k in groups]
+    starts = [i for i in range(len(rows))
+              if i == 0 or any(rows[i][k] != rows[i - 1][k] for k in by)] + [len(rows)]
+    datums = [{k: _whole(rows[a][k]) for k in by} for a in starts[:-1]]
+    lookups = {}
+    for key in keys:
+        if key in by:
+            continue
+        values = [_whole(r[key]) for r in rows]
+        distinct = list(dict.fromkeys(json.dumps(v) for v in values))
+        index = {text: i for i, text in enumerate(distinct)}
+        indexes = [index[json.dumps(v)] for v in values]
+        if len(_json(indexes)) + len(",".join(distinct)) < len(_json(values)):
+            lookups[key] = "[" + ",".join(distinct) + "]"
+            values = indexes
+        for datum, a, b in zip(datums, starts, starts[1:]):
+            datum[key] = values[a:b]
+    return [k for k in keys if k not in by], datums, lookups
+
+
+def _json(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _whole(value):
+    """A whole float as the int it equals where that is shorter to write (256.0 as 256)."""
+    if (isinstance(value, float) and value.is_integer() and abs(value) < 2**53
+            and math.copysign(1.0, value) > 0 and len(str(int(value))) < len(repr(value))):
+        return int(value)
+    return value
+
+
+_LOOKUP = re.compile(r"^(\[.*\])\[datum\[(\".*\")\]\]$", re.S)
+
+
+def expand_data(spec: dict) -> dict:
+    """``spec`` with each dataset :func:`compact_spec` stored as columns back as rows.
+
+    Explained in :doc:`/book/about` (section "How the interactive figures work").
+    """
+    if not isinstance(spec, dict) or not isinstance(spec.get("datasets"), dict):
+        return spec
+    out = copy.deepcopy(spec)
+    views, _ = _data_nodes(out)
+    for name, datums in out["datasets"].items():
+        steps = (views.get(name) or [{}])[0].get("transform") or []
+        if not (steps and isinstance(steps[0], dict) and "flatten" in steps[0]):
+            continue
+        flat, lookups, used = steps[0]["flatten"], {}, 1
+        for step in steps[1:]:
+            match = _LOOKUP.match(step.get("calculate", "")) if isinstance(step, dict) else None
+            if match is None or json.loads(match.group(2)) != step.get("as"):
+                break
+            lookups[step["as"]] = json.loads(match.group(1))
+            used += 1
+        rows = []
+        for datum in datums:
+            for i in range(len(datum[flat[0]])):
+                row = {k: v[i] if k in flat else v for k, v in datum.items()}
+                rows.append({k: lookups[k][v] if k in lookups else v for k, v in row.items()})
+        out["datasets"][name] = rows
+        for node in views[name]:
+            node["transform"] = node["transform"][used:]
+            if not node["transform"]:
+                del node["transform"]
+    return out
+
+
+def compact_spec(spec: dict, min_rows: int = COMPACT_MIN_ROWS) -> dict:
+    """``spec`` with each large inline dataset stored as columns, drawn exactly as before.
+
+    A named dataset of at least ``min_rows`` rows that only views read becomes one datum of
+    arrays, which each reading view unpacks first (a Vega-Lite ``flatten`` transform). A
+    column with few distinct values (a category's names, a slider's grid) holds an index into
+    them, listed once, which a ``calculate`` turns back into the value. Columns the spec never
+    names are dropped (unless a mark shows its whole datum). Every value is kept as it was
+    (a whole float is written as an integer), so the chart, its slider filters and its
+    labels for screen readers see the same numbers. :func:`expand_data` undoes it.
+    Explained in :doc:`/book/about` (section "How the interactive figures work").
+    """
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 1:
+        raise ValueError(f"min_rows must be a whole number >= 1 (got {min_rows!r:.60})")
+    datasets = spec.get("datasets") if isinstance(spec, dict) else None
+    if not isinstance(datasets, dict):
+        return spec
+    views, other = _data_nodes(spec)
+    strings = list(_strings(spec))
+    keep_all = _shows_every_field(spec)
+    groups = set(_bound_values(spec))
+    out = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
+    out["datasets"] = dict(datasets)
+    out_views, _ = _data_nodes(out)
+    for name, rows in datasets.items():
+        if name in other or name not in views or not isinstance(rows, list) or len(rows) < min_rows:
+            continue
+        found = _columns(rows, strings, keep_all, groups)
+        if found is None or not found[0]:
+            continue
+        if groups:  # one datum per setting, or one datum in all: whichever is smaller
+            single = _columns(rows, strings, keep_all, set())
+            if len(_json(single[1:])) <= len(_json(found[1:])):
+                found = single
+        flat, datums, lookups = found
+        steps = [{"flatten": flat}]
+        steps += [{"calculate": f"{values}[datum[{json.dumps(key)}]]", "as": key}
+                  for key, values in lookups.items()]
+        out["datasets"][name] = datums
+        for node in out_views[name]:
+            node["transform"] = copy.deepcopy(steps) + list(node.get("transform") or [])
+    return out
+
+
 def _book_renderer(spec: dict, **_) -> dict:
     check_description(spec)
-    return {"text/html": embed_html(spec) + "\n" + data_html(spec)}
+    return {"text/html": embed_html(compact_spec(spec)) + "\n" + data_html(spec)}
 
 
 def _jupyter_renderer(spec: dict, **_) -> dict:
+    text = check_description(spec)
+    vega = _to_vega(spec)
+    return {"application/vnd.vega.v5+json": vega, "text/plain": f"Chart: {text}"}
+
+
+#: Compiled Vega of specs without their data, by the spec's text: a live panel redraws one spec
+#: with new data, and compiling is most of a redraw's time.
+_VEGA_CACHE: dict = {}
+_VEGA_CACHE_SIZE = 256
+
+
+def _to_vega(spec: dict) -> dict:
+    """vl-convert's Vega for ``spec``; compiled once without the named datasets, which are
+    then put in as the ``values`` of the Vega data sets of the same names (what vl-convert
+    does with them)."""
     import vl_convert as vlc
 
-    text = check_description(spec)
-    vega = vlc.vegalite_to_vega(spec, vl_version=_vl_version())
-    return {"application/vnd.vega.v5+json": vega, "text/plain": f"Chart: {text}"}
+    datasets = spec.get("datasets")
+    if not isinstance(datasets, dict) or not datasets:
+        return vlc.vegalite_to_vega(spec, vl_version=_vl_version())
+    skeleton = {k: v for k, v in spec.items() if k != "datasets"}
+    key = json.dumps([skeleton, sorted(datasets)], sort_keys=True, default=str)
+    compiled = _VEGA_CACHE.get(key)
+    if compiled is None:
+        empty = {**skeleton, "datasets": {name: [] for name in datasets}}
+        compiled = vlc.vegalite_to_vega(empty, vl_version=_vl_version())
+        if len(_VEGA_CACHE) >= _VEGA_CACHE_SIZE:
+            _VEGA_CACHE.clear()
+        _VEGA_CACHE[key] = compiled
+    vega = copy.deepcopy(compiled)
+    for data in vega.get("data", []):
+        if data.get("name") in datasets and data.get("values") == []:
+            data["values"] = copy.deepcopy(datasets[data["name"]])
+    return vega
 
 
 def _vl_version() -> str:

@@ -16,6 +16,7 @@ Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -985,18 +986,19 @@ BAND_ROWS = {"transformer-train": "lambda.bert_large.", "cnn-train": "lambda.res
              "llm-decode": "decode."}
 
 
-def _relative_left_out(workload: str) -> list[float]:
+@functools.lru_cache(maxsize=None)
+def _relative_left_out(workload: str) -> tuple[float, ...]:
     """Left-out errors of relative throughput, (1 + e_card) / (1 + e_reference) - 1, within
     each measured workload against its validation reference, each e predicted with its own
-    chip left out of the fit."""
+    chip left out of the fit (cached: the fits are pure functions of the shipped data)."""
     from . import validate
     reference = VALIDATION[workload][1]
     groups: dict = {}
     for r in validate.cross_validate("choosing_a_gpu"):
         if r["id"].startswith(BAND_ROWS[workload]):
             groups.setdefault(r["id"].rsplit(".", 1)[0], {})[r["hardware"]] = r["rel_error"]
-    return [(1 + e) / (1 + errors[reference]) - 1 for errors in groups.values()
-            if reference in errors for name, e in errors.items() if name != reference]
+    return tuple((1 + e) / (1 + errors[reference]) - 1 for errors in groups.values()
+                 if reference in errors for name, e in errors.items() if name != reference)
 
 
 def band_errors(workload: str | None = None) -> list[float]:
@@ -1018,6 +1020,12 @@ def band(workload: str | None = None) -> tuple[float, float]:
     r / (1 + high) and r / (1 + low)".
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
+    return _band(None if workload is None else _workload(workload))
+
+
+@functools.lru_cache(maxsize=None)
+def _band(workload: str | None) -> tuple[float, float]:
+    """:func:`band` of a known workload name (cached: it is a pure function of the data)."""
     errors = band_errors(workload)
     return float(np.percentile(errors, 10)), float(np.percentile(errors, 90))
 

@@ -79,7 +79,9 @@ def test_book_renderer_is_offline_and_deterministic():
 
     html = charts.embed_html({"mark": "point", "data": {"values": [{"a": "</script>"}]}})
     assert html == charts.embed_html({"mark": "point", "data": {"values": [{"a": "</script>"}]}})
-    assert "http" not in html and "<\\/script>" in html and "vegaEmbed" in html
+    assert "http" not in html and "\\u003c/script>" in html and "vegaEmbed" in html
+    stored = html.split('-spec">', 1)[1].split("</script>", 1)[0]  # the first close is its own
+    assert json.loads(stored) == {"mark": "point", "data": {"values": [{"a": "</script>"}]}}
 
 
 def test_tile_traffic_exploration_matches_model():

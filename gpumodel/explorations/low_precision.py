@@ -245,11 +245,30 @@ METHODS = ("int8, per row", "LLM.int8() mixed", "int8, per tensor", "fp8 e4m3, p
 
 
 @lru_cache(maxsize=64)
+def _activations(outlier_scale: float, n_outlier_cols: int) -> tuple:
+    """X with its outlier columns, and the exact X @ W (cached, read-only: the model is pure)."""
+    X = precision.outlier_activations(ROWS, COLS, n_outlier_cols, outlier_scale, seed=0)
+    exact = X @ weights()
+    X.setflags(write=False)
+    exact.setflags(write=False)
+    return X, exact
+
+
+def _outliers(outlier_scale, n_outlier_cols) -> tuple:
+    """:func:`_activations` for a plain number; any other input goes to the model, which checks it."""
+    if (isinstance(outlier_scale, (int, float, np.integer, np.floating))
+            and not isinstance(outlier_scale, (bool, np.bool_))
+            and np.isfinite(outlier_scale)):
+        return _activations(float(outlier_scale), int(n_outlier_cols))
+    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
+    return X, X @ weights()
+
+
+@lru_cache(maxsize=64)
 def _threshold_free_errors(outlier_scale: float, n_outlier_cols: int) -> tuple:
     """Errors (%) of the methods that do not depend on LLM.int8()'s threshold (cached: the model is pure)."""
-    X = precision.outlier_activations(ROWS, COLS, n_outlier_cols, outlier_scale, seed=0)
+    X, exact = _activations(outlier_scale, n_outlier_cols)
     W = weights()
-    exact = X @ W
     approx = (precision.absmax_int8_matmul(X, W), precision.scheme_matmul(X, W, "int8", "per tensor"),
               precision.scheme_matmul(X, W, "fp8_e4m3", "per row"),
               precision.fp8_matmul(X, W, "fp8_e4m3"), precision.fp8_matmul(X, W, "fp8_e5m2"))
@@ -258,16 +277,16 @@ def _threshold_free_errors(outlier_scale: float, n_outlier_cols: int) -> tuple:
 
 def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> dict:
     """Relative error of X @ W for each method, X with ``n_outlier_cols`` outlier features of std ``outlier_scale``."""
-    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
+    X, exact = _outliers(outlier_scale, n_outlier_cols)
     W = weights()
-    mixed = 100 * precision.matmul_relative_error(precision.mixed_int8_matmul(X, W, threshold), X @ W)
+    mixed = 100 * precision.matmul_relative_error(precision.mixed_int8_matmul(X, W, threshold), exact)
     rest = _threshold_free_errors(float(outlier_scale), int(n_outlier_cols))
     return {"method": list(METHODS), "error_pct": [rest[0], mixed, *rest[1:]]}
 
 
 def outlier_columns(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> int:
     """How many of the COLS feature columns LLM.int8() keeps in 16-bit (any |value| >= ``threshold``)."""
-    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
+    X, _ = _outliers(outlier_scale, n_outlier_cols)
     return int(np.any(np.abs(X) >= threshold, axis=0).sum())
 
 

@@ -203,8 +203,7 @@ def l2_chart(base):
 L2_FIT = Exploration(
     name="l2_fit",
     compute=l2_fit,
-    params=(Slider("tokens", "tokens in the batch", 1024, 16384, 512, 4096, grid_step=1024,
-                   integer=True),
+    params=(Slider("tokens", "tokens in the batch", 1024, 16384, 512, 4096, integer=True),
             Choice("dtype", "data type", ("fp16", "fp8"), "fp16"),
             Choice("k_in_flight", "K in flight", (256, 4096), 256)),
     chart=l2_chart,
@@ -259,7 +258,7 @@ REGIMES = Exploration(
     compute=regimes,
     params=(Choice("accelerator", "accelerator", REGIME_ACCELERATORS, "H100 SXM5"),
             Choice("hidden", "k = n", (1024, 4096, 8192), 1024),
-            Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=10)),
+            Slider("overhead_us", "overhead per kernel", 0, 20, 1, 5, unit="µs", grid_step=2)),
     chart=regimes_chart,
     description="Line chart, log-log: time in microseconds (y) against the rows of A (x) of the "
                 "three terms of a square-weight matmul's time on one accelerator, compute, memory and "
