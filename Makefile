@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser lab notebook outputs bench student clean
+.PHONY: setup book test unit nbval browser-deps browser jupyter-ui lab notebook outputs bench student clean
 
 setup: $(STAMP)
 
@@ -21,12 +21,17 @@ book: $(STAMP)
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	GPUMODEL_BOOK=1 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 
-## test: unit and property tests, strict nbval on every chapter, then the book and a browser test
+## test: unit and property tests, strict nbval on every chapter, then the book and the browser tests
+## (the built book in Chromium; every chapter opened in JupyterLab and one in Notebook 7)
 test: $(STAMP) browser-deps
-	$(BIN)/pytest tests -q --ignore=tests/test_browser.py
+	$(BIN)/pytest tests -q --ignore=tests/test_browser.py --ignore=tests/test_jupyter_ui.py
 	env -u GPUMODEL_BOOK $(BIN)/pytest $(NBVAL) -q $(NOTEBOOKS)
 	$(MAKE) book
-	GPUMODEL_REQUIRE_BROWSER=1 $(BIN)/pytest tests/test_browser.py -q
+	GPUMODEL_REQUIRE_BROWSER=1 $(BIN)/pytest tests/test_browser.py tests/test_jupyter_ui.py -q
+
+## jupyter-ui: every chapter opened, without running it, in JupyterLab and one in Notebook 7 (headless)
+jupyter-ui: $(STAMP) browser-deps
+	GPUMODEL_REQUIRE_BROWSER=1 $(BIN)/pytest tests/test_jupyter_ui.py -q
 
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { \

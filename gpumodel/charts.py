@@ -1,11 +1,17 @@
 """Altair set-up for the book and for Jupyter; one offline renderer for the HTML build.
 
 In Jupyter, a chart's Vega-Lite spec is compiled to Vega (offline, by vl-convert) and sent
-as ``application/vnd.vega.v5+json``, which JupyterLab draws itself with no network
-(JupyterLab has no renderer for Altair 6's Vega-Lite 6 mimetype). In the book build (environment variable ``GPUMODEL_BOOK=1``, set by
+as ``application/vnd.vega.v5+json``, which JupyterLab and Notebook 7 draw themselves with no
+network. Their renderer (``@jupyterlab/vega5-extension``) runs Vega 5 and has no mimetype for
+Altair 6's Vega-Lite 6, so the spec is compiled by vl-convert's newest Vega-Lite 5 compiler
+(:func:`jupyter_vl_version`): a Vega 5 spec under the Vega 5 mimetype, not Vega 6 under the v5
+name (which the renderer warns about on every draw). Every named dataset the spec uses must be
+in its ``datasets`` (:func:`check_datasets`): a chart without its rows compiles to a 0 x 0 view,
+and the Jupyter renderer, which stores a PNG of each chart in the output once drawn, stores an
+empty one and redraws for ever. In the book build (environment variable ``GPUMODEL_BOOK=1``, set by
 ``make book``), charts are emitted as a ``<div>`` plus a call to ``vegaEmbed`` from the
-book's own ``_static/vega-bundle.js``: no CDN, and a div id derived from the spec so
-re-running a notebook gives identical output.
+book's own ``_static/vega-bundle.js`` (Vega 6 and Vega-Lite 6): no CDN, and a div id derived
+from the spec so re-running a notebook gives identical output.
 
 Every chart must carry a top-level Vega-Lite ``description`` (Vega puts it on the SVG as its
 ``aria-label``, the text a screen reader reads): both renderers raise a ``ValueError`` without one.
@@ -427,8 +433,12 @@ def _book_renderer(spec: dict, **_) -> dict:
 
 def _jupyter_renderer(spec: dict, **_) -> dict:
     text = check_description(spec)
+    check_datasets(spec)
     vega = _to_vega(spec)
-    return {"application/vnd.vega.v5+json": vega, "text/plain": f"Chart: {text}"}
+    if not str(vega.get("$schema", "")).endswith(f"/vega/v{JUPYTER_VEGA_MAJOR}.json"):
+        raise RuntimeError(f"vl-convert compiled a {vega.get('$schema')} spec; {JUPYTER_MIMETYPE} needs "
+                           f"Vega {JUPYTER_VEGA_MAJOR}")
+    return {JUPYTER_MIMETYPE: vega, "text/plain": f"Chart: {text}"}
 
 
 #: Compiled Vega of specs without their data, by the spec's text: a live panel redraws one spec
@@ -445,13 +455,13 @@ def _to_vega(spec: dict) -> dict:
 
     datasets = spec.get("datasets")
     if not isinstance(datasets, dict) or not datasets:
-        return vlc.vegalite_to_vega(spec, vl_version=_vl_version())
+        return vlc.vegalite_to_vega(spec, vl_version=jupyter_vl_version())
     skeleton = {k: v for k, v in spec.items() if k != "datasets"}
     key = json.dumps([skeleton, sorted(datasets)], sort_keys=True, default=str)
     compiled = _VEGA_CACHE.get(key)
     if compiled is None:
         empty = {**skeleton, "datasets": {name: [] for name in datasets}}
-        compiled = vlc.vegalite_to_vega(empty, vl_version=_vl_version())
+        compiled = vlc.vegalite_to_vega(empty, vl_version=jupyter_vl_version())
         if len(_VEGA_CACHE) >= _VEGA_CACHE_SIZE:
             _VEGA_CACHE.clear()
         _VEGA_CACHE[key] = compiled
@@ -460,6 +470,59 @@ def _to_vega(spec: dict) -> dict:
         if data.get("name") in datasets and data.get("values") == []:
             data["values"] = copy.deepcopy(datasets[data["name"]])
     return vega
+
+
+#: The mimetype a chart is saved under in Jupyter: JupyterLab's and Notebook 7's Vega 5 renderer.
+JUPYTER_MIMETYPE = "application/vnd.vega.v5+json"
+#: The Vega major version that renderer runs (JupyterLab 4 bundles Vega 5) and the spec must declare.
+JUPYTER_VEGA_MAJOR = 5
+#: The Vega-Lite major version whose compiler emits Vega 5 specs.
+_JUPYTER_VL_MAJOR = 5
+
+
+def jupyter_vl_version() -> str:
+    """The Vega-Lite version whose compiler (in vl-convert) writes the Vega 5 specs Jupyter draws.
+
+    vl-convert's newest Vega-Lite 5 (Vega-Lite 6 compiles to Vega 6, which JupyterLab 4's Vega 5
+    renderer warns about on every draw); RuntimeError if this vl-convert has none.
+    """
+    import vl_convert as vlc
+
+    found = [v for v in vlc.get_vegalite_versions() if v.split(".")[0] == str(_JUPYTER_VL_MAJOR)]
+    if not found:
+        raise RuntimeError(f"vl-convert {vlc.__version__} has no Vega-Lite {_JUPYTER_VL_MAJOR} compiler: "
+                           "pin a vl-convert-python that lists one in get_vegalite_versions()")
+    return max(found, key=lambda v: tuple(int(n) for n in v.split(".")))
+
+
+def _named_data(node, found: set) -> set:
+    if isinstance(node, dict):
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("name"), str) and not any(
+                k in data for k in ("values", "url", "sequence", "sphere", "graticule")):
+            found.add(data["name"])
+        for key, value in node.items():
+            if key != "datasets":
+                _named_data(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _named_data(value, found)
+    return found
+
+
+def check_datasets(spec: dict) -> None:
+    """ValueError if the spec draws from a named dataset (``{"data": {"name": ...}}``) not in its ``datasets``.
+
+    Such a chart compiles and draws with no rows, often as a 0 x 0 view; JupyterLab's Vega renderer
+    then stores an empty PNG of it and redraws it in a loop.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError(f"a chart spec is a dict (got {type(spec).__name__})")
+    datasets = spec.get("datasets") or {}
+    missing = sorted(_named_data(spec, set()) - set(datasets))
+    if missing:
+        raise ValueError(f"gpumodel chart draws from named data it does not carry: {', '.join(missing)} "
+                         "(keep the spec's own datasets when adding one)")
 
 
 def _vl_version() -> str:

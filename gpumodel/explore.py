@@ -307,9 +307,14 @@ class Exploration:
         return cached
 
     def render(self, **values) -> dict:
-        """The mimebundle the live panel displays: ``compute`` at ``values`` poured into :meth:`live_spec`."""
+        """The mimebundle the live panel displays: ``compute`` at ``values`` poured into :meth:`live_spec`.
+
+        The live table is added to the spec's own datasets (the fixed layers' rows: published
+        estimates, reference lines), not put in their place.
+        """
         records = alt.utils.data.to_values(self.table(**values))["values"]
-        spec = {**self.live_spec(), "datasets": {LIVE_DATA: records}}
+        live = self.live_spec()
+        spec = {**live, "datasets": {**(live.get("datasets") or {}), LIVE_DATA: records}}
         return alt.renderers.get()(spec)
 
 

@@ -226,3 +226,42 @@ def test_a_slider_beyond_the_largest_magnitude_is_refused_naming_min_and_max(low
         with pytest.raises(ValueError, match=r"min and max must be within \+-1e\+15"):
             explore.Slider("s", "s", low, high, (high - low) / 10, low)
     assert explore.Slider("s", "s", -1e15, 1e15, 2e9, 0.0).grid().size == 1_000_001
+
+
+@pytest.mark.parametrize("e", all_explorations(), ids=lambda e: e.name)
+def test_live_chart_keeps_its_fixed_layers_and_is_a_vega5_spec(e):
+    """The live table is added to the spec's own datasets (published estimates, reference lines), and
+    the chart reaches Jupyter as the Vega 5 spec JupyterLab's Vega 5 renderer runs, with every dataset filled.
+
+    Before: the live table replaced the datasets, the brain's synapse chart drew at 0 x 0, and
+    JupyterLab redrew it in a loop (tests/test_jupyter_ui.py).
+    """
+    from gpumodel import charts
+
+    vega = e.render(**e.defaults())[charts.JUPYTER_MIMETYPE]
+    assert vega["$schema"] == "https://vega.github.io/schema/vega/v5.json"
+    own = (e.live_spec().get("datasets") or {})
+    rows = {d["name"]: d.get("values") for d in vega["data"]}
+    for name, values in own.items():
+        assert rows[name] == values
+    assert rows[explore.LIVE_DATA]
+
+
+def test_jupyter_renderer_refuses_a_chart_without_its_named_data():
+    from gpumodel import charts
+    from gpumodel.explorations import brain as bx
+
+    spec = {**bx.SYNAPSE_COUNT.live_spec(), "datasets": {explore.LIVE_DATA: [{"flops": 1.0}]}}
+    with pytest.raises(ValueError, match="named data it does not carry"):
+        charts._jupyter_renderer(spec)
+    charts.check_datasets(bx.SYNAPSE_COUNT.live_spec() | {"datasets": {
+        **bx.SYNAPSE_COUNT.live_spec()["datasets"], explore.LIVE_DATA: []}})
+    with pytest.raises(ValueError):
+        charts.check_datasets([])
+
+
+def test_jupyter_compiler_is_vega_lite_5():
+    from gpumodel import charts
+
+    assert charts.jupyter_vl_version().startswith("5.")
+    assert charts.JUPYTER_VEGA_MAJOR == 5

@@ -7,6 +7,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+VEGA5 = "application/vnd.vega.v5+json"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -60,3 +61,21 @@ def test_every_solution_states_a_computed_answer(path):
         if cells[i]["cell_type"] != "markdown" or "```{solution-end}" not in source:
             continue
         assert "{glue:text}" in source, f"solution before cell {i} states no computed number"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_saved_charts_are_vega5_specs_with_their_rows(path):
+    """What JupyterLab's renderer runs (Vega 5) is what every saved chart declares, with every dataset's rows.
+
+    A Vega 6 spec makes the renderer warn on every draw; a chart without its rows draws at 0 x 0 and
+    the renderer redraws it in a loop (tests/test_jupyter_ui.py opens the chapters in JupyterLab).
+    """
+    for cell in json.loads(path.read_text())["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            assert not any("vegalite" in k or "vega.v6" in k for k in data), list(data)
+            if VEGA5 in data:
+                assert data[VEGA5]["$schema"].endswith("/vega/v5.json")
+                empty = [d["name"] for d in data[VEGA5].get("data", [])
+                         if d["name"].startswith("data-") and not d.get("values")]
+                assert empty == [], f"named datasets without rows: {empty}"
