@@ -41,6 +41,7 @@ FITTED_FROM = {
     "llamacpp_node_seconds": ("decode.",),
     "compiled_bytes_in_flight": ("gptfast.", "aodecode."),
     "compiled_dequant_per_sm_cycle": ("gptfast.", "aodecode."),
+    "ring_step_seconds": ("nccl.", "torchdist."),
 }
 #: What each constant means, with its unit.
 MEANING = {
@@ -51,6 +52,8 @@ MEANING = {
     "llamacpp_node_seconds": "seconds each kernel of llama.cpp's CUDA graph adds to a token",
     "compiled_bytes_in_flight": "bytes torch.compile's matrix-vector kernels keep in flight per SM",
     "compiled_dequant_per_sm_cycle": "weights a compiled weight-only kernel unpacks per SM and cycle",
+    "ring_step_seconds": "seconds per step of an NCCL ring all-reduce: the smallest message's "
+                         "measured time over its 2(n-1) steps (median over chips)",
 }
 
 
@@ -173,6 +176,33 @@ def dram_latencies() -> dict:
         pairs.append((d, seconds))
     out = _by_die(pairs)
     out.update(preferred)
+    return out
+
+
+def ring_step_latencies(leave_out=()) -> dict:
+    """Per die: the latency per ring step of its smallest measured all-reduce, in seconds.
+
+    The smallest message of a sweep is all latency: its measured time, nbytes x 2(n-1)/n over
+    the bus bandwidth, divided by the ring's 2(n-1) steps. Rows come from the book's
+    ``data/collectives.csv`` (ring or NCCL's default algorithm; NVLS rows are not rings),
+    without the dies in ``leave_out``.
+    Explained in :doc:`/book/parallelism` (section "Measured reality").
+    """
+    from . import parallelism
+    leave_out = _dies(leave_out)
+    smallest = {}
+    for r in measured.collectives():
+        d = die(r["hardware"])
+        if (r["op"] != "all_reduce" or r["algorithm"].upper().startswith("NVLS")
+                or d in leave_out):
+            continue
+        if d not in smallest or r["size_bytes"] < smallest[d]["size_bytes"]:
+            smallest[d] = r
+    out = {}
+    for d, r in smallest.items():
+        n = int(r["gpus"])
+        seconds = r["size_bytes"] * parallelism.bus_factor(n) / (r["busbw_gbs"] * 1e9)
+        out[d] = float(seconds / (2 * (n - 1)))
     return out
 
 
@@ -330,6 +360,9 @@ def fit(leave_out=(), rows=None) -> Calibration:
     partial = Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
     constants["compiled_dequant_per_sm_cycle"] = _fit_dequant(kept, partial)
     constants["conv_share"] = _fit_conv(kept, partial)
+    steps = ring_step_latencies(leave_out)
+    if steps:
+        constants["ring_step_seconds"] = float(np.median(list(steps.values())))
     return Calibration(constants, gemm, stream, latencies, leave_out, len(kept))
 
 

@@ -30,6 +30,18 @@ def _factor(op: str, n):
             "all_gather": (n - 1) / n, "broadcast": np.ones_like(n)}[op]
 
 
+#: Algorithms :func:`collective_seconds` models: a ring, and NVLink SHARP (an all-reduce that
+#: NVSwitch computes: each GPU sends its array once and receives the sum once).
+ALGORITHMS = ("ring", "nvls")
+#: NCCL's efficiency factor for NVLink SHARP on Hopper: its tuning model charges an NVLS
+#: collective 0.85 of the NVLink bandwidth it charges a ring (``nvlsEfficiency`` in
+#: ``src/graph/tuning.cc`` of NCCL 2.28.3; 0.74 on Blackwell; 2.27 applied 5/6).
+NVLS_EFFICIENCY = 0.85
+#: NCCL's latency for an NVLS collective inside a node, seconds (``hwLatencies``, NVLink,
+#: NVLS, Simple protocol, in ``src/graph/tuning.cc``): one step, not 2(n-1).
+NVLS_LATENCY_SECONDS = 25e-6
+
+
 def _steps(op: str, n):
     return {"all_reduce": 2.0 * (n - 1), "reduce_scatter": n - 1.0, "all_gather": n - 1.0,
             "broadcast": n - 1.0}[op]
@@ -46,23 +58,33 @@ def bus_factor(ranks, op: str = "all_reduce"):
 
 
 @_checks.finite_result
-def collective_seconds(nbytes, ranks, bandwidth, latency=0.0, op: str = "all_reduce"):
-    """Time of a ring collective over ``ranks`` GPUs on ``nbytes`` (the whole array), in seconds.
+def collective_seconds(nbytes, ranks, bandwidth, latency=0.0, op: str = "all_reduce",
+                       algorithm: str = "ring"):
+    """Time of a collective over ``ranks`` GPUs on ``nbytes`` (the whole array), in seconds.
 
-    steps x ``latency`` + :func:`bus_factor` x nbytes / ``bandwidth``: an all-reduce is a
-    reduce-scatter and an all-gather, 2(n-1) steps each moving nbytes / n per GPU per direction.
-    One GPU communicates nothing. Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
+    A ring: steps x ``latency`` + :func:`bus_factor` x nbytes / ``bandwidth``; an all-reduce
+    is a reduce-scatter and an all-gather, 2(n-1) steps each moving nbytes / n per GPU per
+    direction. ``algorithm="nvls"`` (all-reduce only): NVLink SHARP, ``latency`` once plus
+    (1 + 1/n) x nbytes / ``bandwidth``, since each GPU sends its array to the switch once
+    and receives the summed array once. One GPU communicates nothing.
+    Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth";
+    NVLS in "Measured reality").
     """
     op = _checks.choice("op", op, COLLECTIVES)
+    algorithm = _checks.choice("algorithm", algorithm, ALGORITHMS)
+    if algorithm == "nvls" and op != "all_reduce":
+        raise ValueError(f"algorithm 'nvls' is modelled for op 'all_reduce' only (got op {op!r})")
     s = _checks.non_negative("nbytes", nbytes)
     n = _checks.positive_int("ranks", ranks)
     bw = _checks.positive("bandwidth", bandwidth)
     alpha = _checks.non_negative("latency", latency)
+    if algorithm == "nvls":
+        return np.where(n > 1, alpha + (1.0 + 1.0 / n) * s / bw, 0.0)
     return _ring(op, s, n, bw, alpha)
 
 
 def _ring(op, s, n, bw, alpha):
-    """:func:`collective_seconds` on checked arrays."""
+    """The ring of :func:`collective_seconds` on checked arrays."""
     return np.where(n > 1, _steps(op, n) * alpha + _factor(op, n) * s / bw, 0.0)
 
 
@@ -79,16 +101,19 @@ def bus_bandwidth(nbytes, seconds, ranks, op: str = "all_reduce"):
 
 
 @_checks.finite_result
-def modelled_bus_bandwidth(nbytes, ranks, bandwidth, latency, op: str = "all_reduce"):
+def modelled_bus_bandwidth(nbytes, ranks, bandwidth, latency, op: str = "all_reduce",
+                           algorithm: str = "ring"):
     """The bus bandwidth :func:`collective_seconds` predicts for a message of ``nbytes``, in bytes/s.
 
-    Tends to ``bandwidth`` for large messages; small ones are latency-bound.
+    A ring's tends to ``bandwidth`` for large messages, NVLS's to 2(n-1)/(n+1) times it;
+    small messages are latency-bound.
     Explained in :doc:`/book/parallelism` (section "Today's model: latency plus bytes over bandwidth").
     """
     n = _checks.positive_int("ranks", ranks)
     if np.any(n < 2):
         raise ValueError("ranks must be >= 2 for a bus bandwidth (one GPU communicates nothing)")
-    return bus_bandwidth(nbytes, collective_seconds(nbytes, n, bandwidth, latency, op), n, op)
+    seconds = collective_seconds(nbytes, n, bandwidth, latency, op, algorithm)
+    return bus_bandwidth(nbytes, seconds, n, op)
 
 
 @_checks.finite_result

@@ -33,7 +33,8 @@ REFERENCE = "A100 SXM4 40GB"
 #: fit to measured rows; these are used only where no row of a constant's family is left).
 DEFAULT_CONSTANTS = {"gemm_share": 0.8, "stream_share": 0.9, "conv_share": 0.5,
                      "llamacpp_bytes_in_flight": 4096.0, "llamacpp_node_seconds": 4e-6,
-                     "compiled_bytes_in_flight": 8192.0, "compiled_dequant_per_sm_cycle": 8.0}
+                     "compiled_bytes_in_flight": 8192.0, "compiled_dequant_per_sm_cycle": 8.0,
+                     "ring_step_seconds": 5e-6}
 #: GPU time of the smallest kernel, seconds: torchao's roofline model of an H100 charges 2 us
 #: per kernel for a one-element kernel measured on the GPU (not the CPU's launch cost).
 GPU_FLOOR_SECONDS = 2e-6

@@ -46,8 +46,6 @@ PEAK_ALIASES = calibration.PEAK_ALIASES
 MEMORY_ALIASES = calibration.MEMORY_ALIASES
 #: The NVLink generation of each collective's hardware.
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
-#: The latency per ring step the parallelism chapter assumes (5 us), not fitted to a sweep.
-RING_STEP_SECONDS = 5e-6
 #: Share of the link a ring reaches (NCCL's protocol overhead on NVLink, parallelism chapter).
 PROTOCOL_EFFICIENCY = 0.8
 #: Launch overhead per kernel that the sparsity chapter's GEMM model uses, seconds.
@@ -385,8 +383,14 @@ def _collective(row: dict, model: str, rows: dict, cal) -> float | None:
     bw = parallelism.link(link).bandwidth
     if model == "naive":
         return bw / GB
+    if str(row.get("algorithm", "")).upper().startswith("NVLS"):
+        return float(parallelism.modelled_bus_bandwidth(
+            row["size_bytes"], int(row["gpus"]),
+            parallelism.NVLS_EFFICIENCY * PROTOCOL_EFFICIENCY * bw,
+            parallelism.NVLS_LATENCY_SECONDS, row["op"], "nvls") / GB)
     return float(parallelism.modelled_bus_bandwidth(row["size_bytes"], int(row["gpus"]),
-                                                    PROTOCOL_EFFICIENCY * bw, RING_STEP_SECONDS,
+                                                    PROTOCOL_EFFICIENCY * bw,
+                                                    cal.constants["ring_step_seconds"],
                                                     row["op"]) / GB)
 
 
@@ -522,8 +526,9 @@ def _mine_allreduce(row: dict, model: str, rows: dict, cal) -> float:
 
 def _allreduce_now(size, gpus, name: str):
     """Modelled bus bandwidth in GB/s; ``size`` and ``gpus`` may be arrays of many runs."""
+    step = calibration.default().constants["ring_step_seconds"]
     return parallelism.modelled_bus_bandwidth(size, gpus, PROTOCOL_EFFICIENCY
-                                              * _link_bandwidth(name), RING_STEP_SECONDS) / GB
+                                              * _link_bandwidth(name), step) / GB
 
 
 def _mine_allreduce_args(row: dict) -> tuple[int, int, str]:
@@ -601,7 +606,8 @@ def _collective_as_measurement(row: dict) -> dict:
     return {"id": row["id"], "what": f"{row['op']} bus bandwidth, {row['algorithm']}",
             "hardware": row["hardware"], "value": row["busbw_gbs"], "unit": "GB/s",
             "batch": None, "gpus": row["gpus"], "source": row["source"],
-            "detail": row["detail"], "size_bytes": row["size_bytes"], "op": row["op"]}
+            "detail": row["detail"], "size_bytes": row["size_bytes"], "op": row["op"],
+            "algorithm": row["algorithm"]}
 
 
 #: Largest reader's file :func:`dataset` reads, in bytes (several hundred thousand rows).

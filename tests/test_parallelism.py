@@ -171,3 +171,53 @@ def test_scaling_efficiency_is_in_zero_one_or_refused(compute, comm, overlap, sh
 def test_scaling_efficiency_refuses_an_underflow():
     with pytest.raises(ValueError, match="compute_seconds"):
         par.scaling_efficiency(5e-324, 2.0, 0, 0)
+
+
+# --- NVLink SHARP and the fitted ring step -------------------------------------------------------
+
+def test_nvls_sends_each_array_once_each_way():
+    # 8 GPUs, 9 GB at 100 GB/s: (1 + 1/8) x 9e9 / 1e11 = 0.10125 s, plus one latency
+    t = par.collective_seconds(9e9, 8, 100e9, latency=25e-6, algorithm="nvls")
+    assert t == pytest.approx(0.10125 + 25e-6)
+    assert par.collective_seconds(9e9, 1, 100e9, 1e-3, algorithm="nvls") == 0.0
+    big = par.modelled_bus_bandwidth(1e15, 8, 100e9, 25e-6, algorithm="nvls")
+    assert big == pytest.approx(100e9 * 14 / 9, rel=1e-6)
+
+
+def test_nvls_beats_the_ring_bound_for_large_messages():
+    ring = par.modelled_bus_bandwidth(16 * 2**30, 8, 360e9, 3e-6)
+    nvls = par.modelled_bus_bandwidth(16 * 2**30, 8, par.NVLS_EFFICIENCY * 360e9,
+                                      par.NVLS_LATENCY_SECONDS, algorithm="nvls")
+    assert nvls / ring == pytest.approx(0.85 * 14 / 9, rel=1e-3)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: par.collective_seconds(1e9, 8, 1e9, op="all_gather", algorithm="nvls"), "op"),
+    (lambda: par.collective_seconds(1e9, 8, 1e9, algorithm="tree"), "algorithm"),
+    (lambda: par.modelled_bus_bandwidth(1e6, 8, 1e9, 1e-6, algorithm=None), "algorithm"),
+])
+def test_bad_algorithm_is_refused(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+@given(s=st.floats(1e3, 1e12), n=st.integers(3, 1024), bw=st.floats(1e9, 1e12),
+       alpha=st.floats(0, 1e-4))
+def test_nvls_moves_fewer_bytes_than_a_ring(s, n, bw, alpha):
+    # (1 + 1/n) <= 2(n-1)/n from three GPUs on; with two, the ring sends less
+    ring = par.collective_seconds(s, n, bw, 0.0) + alpha
+    assert par.collective_seconds(s, n, bw, alpha, algorithm="nvls") <= ring * (1 + 1e-12)
+
+
+def test_ring_step_is_the_smallest_message_over_its_steps():
+    from gpumodel import calibration, measured
+    steps = calibration.ring_step_latencies()
+    assert set(steps) == {"GA100", "GH100"}
+    row = measured.collectives("nccl.a100x8.all_reduce.32768")[0]
+    seconds = 32768 * 2 * 7 / 8 / (row["busbw_gbs"] * 1e9)
+    assert steps["GA100"] == pytest.approx(seconds / 14)
+    assert set(calibration.ring_step_latencies("GA100")) == {"GH100"}
+    fitted = calibration.default().constants["ring_step_seconds"]
+    assert fitted == pytest.approx(float(np.median(list(steps.values()))))
+    left = calibration.default("GH100").constants["ring_step_seconds"]
+    assert left == pytest.approx(steps["GA100"])
