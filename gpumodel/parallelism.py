@@ -134,12 +134,16 @@ def half_bandwidth_size(ranks, bandwidth, latency, op: str = "all_reduce"):
 
 @_checks.finite_result
 def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth, network_bandwidth,
-                                    node_latency=0.0, network_latency=0.0):
+                                    node_latency=0.0, network_latency=0.0, buckets=1):
     """All-reduce over nodes x gpus_per_node GPUs in three phases, in seconds.
 
     Reduce-scatter inside each node (``node_bandwidth``, e.g. NVLink), an all-reduce of each
     GPU's 1/g share across the nodes over its own network link (``network_bandwidth`` per GPU),
-    and an all-gather inside the node. Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
+    and an all-gather inside the node. With ``buckets`` = k > 1 the array goes as k equal
+    buckets, each paying its own latencies, pipelined: the node's links carry one bucket's
+    reduce-scatter and another's all-gather while the network carries a third, so the time is
+    k x max(a, b) + min(a, b), with a and b one bucket's node and network times (k = 1: a + b).
+    Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     g = _checks.positive_int("gpus_per_node", gpus_per_node)
     nodes = _checks.positive_int("nodes", nodes)
@@ -148,9 +152,12 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
     net_bw = _checks.positive("network_bandwidth", network_bandwidth)
     node_alpha = _checks.non_negative("node_latency", node_latency)
     net_alpha = _checks.non_negative("network_latency", network_latency)
-    inside = (_ring("reduce_scatter", s, g, node_bw, node_alpha)
-              + _ring("all_gather", s, g, node_bw, node_alpha))
-    return inside + _ring("all_reduce", s / g, nodes, net_bw, net_alpha)
+    k = _checks.positive_int("buckets", buckets)
+    piece = s / k
+    inside = (_ring("reduce_scatter", piece, g, node_bw, node_alpha)
+              + _ring("all_gather", piece, g, node_bw, node_alpha))
+    across = _ring("all_reduce", piece / g, nodes, net_bw, net_alpha)
+    return k * np.maximum(inside, across) + np.minimum(inside, across)
 
 
 # --- links ----------------------------------------------------------------------------------
@@ -196,6 +203,13 @@ def link(link: str) -> Link:
 
 # --- data parallelism -------------------------------------------------------------------------
 
+#: Bytes per gradient value that frameworks all-reduce in mixed-precision training by default:
+#: FP32 (PyTorch DDP under autocast keeps FP32 parameters and so FP32 gradients; Megatron-LM
+#: accumulates and all-reduces BF16 models' gradients in FP32 unless --grad-reduce-in-bf16).
+FP32_GRAD_BYTES = 4.0
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``), bytes.
+DDP_BUCKET_BYTES = 25 * 2**20
+
 @_checks.finite_result
 def naive_gradient_seconds(nbytes, gpus_per_node, nodes, network_bandwidth):
     """The 2014 post's scheme: every GPU sends its whole gradient to every GPU in other nodes, one GPU per node at a time.
@@ -228,12 +242,13 @@ def data_parallel_step(compute_seconds, comm_seconds, overlap=1.0, backward_shar
 
 
 @_checks.finite_result
-def min_tokens_per_gpu(peak_flops, bandwidth, ranks, grad_bytes=2.0):
+def min_tokens_per_gpu(peak_flops, bandwidth, ranks, grad_bytes=FP32_GRAD_BYTES):
     """Tokens per GPU at which a ring all-reduce of the gradients takes as long as the backward pass.
 
     Backward: 4 FLOP per parameter per token at ``peak_flops``; all-reduce: 2(n-1)/n x
-    ``grad_bytes`` per parameter at ``bandwidth``. Equal at (n-1)/n x grad_bytes / 2 x
-    peak_flops / bandwidth tokens; with fewer, data parallelism is network-bound. 0 for one GPU.
+    ``grad_bytes`` per parameter at ``bandwidth`` (FP32 by default, as frameworks reduce them).
+    Equal at (n-1)/n x grad_bytes / 2 x peak_flops / bandwidth tokens; with fewer, data
+    parallelism is network-bound. 0 for one GPU.
     Explained in :doc:`/book/parallelism` (section "Data parallelism").
     """
     c = _checks.positive("peak_flops", peak_flops)

@@ -159,16 +159,19 @@ GPU_COUNTS = 2.0 ** np.arange(0, 13)
 NODE_GPUS = 8
 
 
-def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us):
-    """Data-parallel efficiency and speedup against GPU count on H100 nodes (hierarchical all-reduce)."""
+def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
+    """Data-parallel efficiency and speedup against GPU count on H100 nodes: a hierarchical
+    all-reduce of ``grad_bytes`` per parameter, sent in DDP's 25 MiB buckets, pipelined."""
     h100 = hardware.get("H100 SXM5")
     params = params_b * 1e9
     compute = 6.0 * params * tokens_per_gpu / (h100.peak_flops("bf16") * mfu_pct / 100)
     g = np.minimum(GPU_COUNTS, NODE_GPUS)
     nodes = np.maximum(GPU_COUNTS / NODE_GPUS, 1)
+    nbytes = grad_bytes * params
     comm = parallelism.hierarchical_all_reduce_seconds(
-        2.0 * params, g, nodes, parallelism.link("NVLink 4 (H100)").bandwidth,
-        parallelism.link("InfiniBand NDR 4x").bandwidth, latency_us * 1e-6, latency_us * 1e-6)
+        nbytes, g, nodes, parallelism.link("NVLink 4 (H100)").bandwidth,
+        parallelism.link("InfiniBand NDR 4x").bandwidth, latency_us * 1e-6, latency_us * 1e-6,
+        buckets=np.ceil(nbytes / parallelism.DDP_BUCKET_BYTES))
     eff = parallelism.scaling_efficiency(compute, comm)
     return {"gpus": GPU_COUNTS, "efficiency": eff, "speedup": eff * GPU_COUNTS,
             "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
@@ -186,17 +189,19 @@ def dp_scaling_chart(base):
 DP_SCALING = Exploration(
     name="dp_scaling",
     compute=dp_scaling,
-    params=(Slider("params_b", "parameters (billions)", 0.1, 10.1, 0.5, 1.1, grid_step=2.5),
-            Slider("tokens_per_gpu", "tokens per GPU per step", 512, 16384, 512, 1024, grid_step=4096,
+    params=(Slider("params_b", "parameters (billions)", 0.1, 10.1, 0.5, 1.1, grid_step=5),
+            Slider("tokens_per_gpu", "tokens per GPU per step", 512, 16384, 512, 1024, grid_step=8192,
                    integer=True),
             Slider("mfu_pct", "MFU", 10, 70, 5, 40, unit="%", grid_step=30, integer=True),
             Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=29,
+                   integer=True),
+            Slider("grad_bytes", "bytes per gradient value", 2, 4, 2, 4, grid_step=2,
                    integer=True)),
     chart=dp_scaling_chart,
     description="Line chart: data-parallel scaling efficiency (y, 0 to 1) against the number of GPUs "
-                "(x, log scale, 8 per H100 node), with BF16 gradients all-reduced over NVLink inside a "
-                "node and 400 Gb/s InfiniBand between nodes, hidden behind the backward pass when they "
-                "can be.",
+                "(x, log scale, 8 per H100 node), with FP32 or BF16 gradients all-reduced in 25 MiB "
+                "buckets over NVLink inside a node and 400 Gb/s InfiniBand between nodes, hidden "
+                "behind the backward pass when they can be.",
 )
 
 
