@@ -598,3 +598,73 @@ def accumulator_bytes(tile_m, tile_n, accumulate: str = "fp32"):
     accumulate = _checks.choice("accumulate", accumulate, ("fp32", "fp16"))
     return tile_m * tile_n * dtype_bytes(accumulate)
 
+
+
+# --- attention, unfused and fused (FlashAttention) --------------------------------------------
+
+
+@_checks.finite_result
+def attention_flops(seq, head_dim):
+    """FLOP of one head's attention forward pass, O = softmax(Q K^T) V: 4 N^2 d.
+
+    Two matrix multiplications of 2 N^2 d FLOP each (S = Q K^T and O = P V) with
+    N = ``seq`` and d = ``head_dim``. The softmax's few operations per score (about 5 N^2)
+    are left out, as the FlashAttention papers leave them out when they report FLOP/s; so is
+    any causal mask (a causal kernel skips about half of the work).
+    Explained in :doc:`/book/memory_hierarchy` (section "FlashAttention: attention tiled in shared memory").
+    """
+    seq = _checks.positive_int("seq", seq)
+    head_dim = _checks.positive_int("head_dim", head_dim)
+    return 4.0 * seq**2 * head_dim
+
+
+@_checks.finite_result
+def attention_bytes(seq, head_dim, fused: bool, block_rows=128, dtype: str = "fp16"):
+    """Bytes one head's attention forward pass moves to and from global memory.
+
+    Unfused (standard attention, Dao et al. 2022, Algorithm 0), three kernels: read Q and K,
+    write S = Q K^T; read S, write P = softmax(S); read P and V, write O:
+    b (4 N d + 4 N^2), Theta(N d + N^2). ``block_rows`` is validated and ignored.
+    Fused (FlashAttention-2's loop order): the queries are split into blocks of B_r =
+    ``block_rows`` rows; each block is read once, streams all of K and V through shared
+    memory and writes its rows of O once; S and P never leave the SM:
+    b N d (2 + 2 ceil(N / B_r)). That is the traffic the SMs pull from global memory (mostly
+    from L2 once K and V are cached); with B_r >= N, or when L2 keeps a head's K and V while
+    all its query blocks pass, K and V are read once and the count falls to 4 N d b.
+    N = ``seq``, d = ``head_dim``, b the bytes of ``dtype``. The row statistics a training
+    forward pass also writes (4 bytes per row) are left out.
+    Explained in :doc:`/book/memory_hierarchy` (section "FlashAttention: attention tiled in shared memory").
+    """
+    fused = _checks.flag("fused", fused)
+    seq = _checks.positive_int("seq", seq)
+    head_dim = _checks.positive_int("head_dim", head_dim)
+    block_rows = _checks.positive_int("block_rows", block_rows)
+    b = dtype_bytes(dtype)
+    if fused:
+        return b * seq * head_dim * (2.0 + 2.0 * np.ceil(seq / block_rows))
+    return b * (4.0 * seq * head_dim + 4.0 * seq**2) + 0.0 * block_rows
+
+
+@_checks.finite_result
+def attention_intensity(seq, head_dim, fused: bool, block_rows=128, dtype: str = "fp16"):
+    """FLOP per byte of one head's attention forward pass: :func:`attention_flops` / :func:`attention_bytes`.
+
+    Unfused: N d / (b (N + d)), which never exceeds d / b (64 FLOP/byte for d = 128 in
+    16 bits). Fused: 2 N / (b (1 + ceil(N / B_r))), independent of d and at most 2 B_r / b
+    (128 FLOP/byte for B_r = 128); with K and V read once (B_r >= N), N / b.
+    Explained in :doc:`/book/memory_hierarchy` (section "FlashAttention: attention tiled in shared memory").
+    """
+    nbytes = attention_bytes(seq, head_dim, fused, block_rows, dtype)
+    return attention_flops(seq, head_dim) / nbytes
+
+
+@_checks.finite_result
+def attention_compute_bound_seq(ridge, dtype: str = "fp16"):
+    """Shortest sequence (tokens) from which fused attention that reads K and V once reaches ``ridge`` FLOP/byte.
+
+    With K and V read once the intensity is N / b (:func:`attention_intensity` with
+    B_r >= N), so N = ceil(b x ``ridge``): 591 for the H100 SXM5's 16-bit ridge point.
+    Explained in :doc:`/book/memory_hierarchy` (section "FlashAttention: attention tiled in shared memory").
+    """
+    ridge = _checks.positive("ridge", ridge)
+    return np.maximum(np.ceil(ridge * dtype_bytes(dtype)), 1.0)

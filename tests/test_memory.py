@@ -226,3 +226,74 @@ def test_tpu_v2_against_v100_depends_on_the_tile():
     assert t(tpu, memory.TPU_V2_MATRIX_UNITS, 128, "bf16") == pytest.approx(11.6711e-6, rel=1e-4)
     assert t(v100, 80, 128, "fp16") == pytest.approx(21.4748e-6, rel=1e-4)
     assert t(v100, 80, 64, "fp16") == pytest.approx(5.3687e-6, rel=1e-4)
+
+
+# --- attention, unfused and fused (issue 21) ---------------------------------------------------
+
+def test_attention_worked_example_on_the_h100():
+    n, d = 4096, 128
+    assert memory.attention_flops(n, d) == 4 * n**2 * d
+    unfused = memory.attention_bytes(n, d, False)
+    assert unfused == 2 * (4 * n * d + 4 * n**2)
+    assert memory.attention_bytes(n, d, True) == 2 * n * d * (2 + 2 * 32)
+    assert memory.attention_bytes(n, d, True, block_rows=n) == 4 * n * d * 2
+    assert memory.attention_intensity(n, d, False) == pytest.approx(n * d / (2 * (n + d)))
+    assert round(float(memory.attention_intensity(n, d, False))) == 62
+    assert memory.attention_intensity(n, d, True) == pytest.approx(2 * n / (2 * 33))
+    assert memory.attention_intensity(n, d, True, block_rows=n) == n / 2
+    ridge = hardware.get("H100 SXM5").ridge_point("bf16")
+    assert memory.attention_compute_bound_seq(ridge) == 591
+    assert memory.attention_intensity(591, d, True, 591) >= ridge
+    assert memory.attention_intensity(590, d, True, 590) < ridge
+
+
+def test_attention_limits():
+    big = 2**20
+    assert memory.attention_intensity(big, 128, False) < 128 / 2
+    assert memory.attention_intensity(big, 64, True, 128) < 2 * 128 / 2
+    assert memory.attention_intensity(big, 64, True, 128) == pytest.approx(128, rel=1e-3)
+    # the fused count does not depend on d; B_r past N changes nothing
+    assert memory.attention_intensity(4096, 64, True) == memory.attention_intensity(4096, 256, True)
+    assert memory.attention_bytes(100, 64, True, 128) == memory.attention_bytes(100, 64, True, 4096)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 65536), st.integers(1, 512), st.integers(1, 1024))
+def test_fused_attention_never_moves_more_bytes(n, d, block_rows):
+    fused = memory.attention_bytes(n, d, True, block_rows)
+    assert fused <= memory.attention_bytes(n, d, False) * (1 + 1e-12) or block_rows < d
+    assert memory.attention_bytes(n, d, True, n) <= fused
+    assert memory.attention_intensity(n, d, True, block_rows) < 2 * block_rows / 2 + 1e-9
+    assert memory.attention_intensity(n, d, False) < d / 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 32768), st.integers(1, 512), st.integers(1, 1024))
+def test_fused_attention_intensity_grows_with_the_sequence(n, d, block_rows):
+    now = memory.attention_intensity(n, d, True, block_rows)
+    assert memory.attention_intensity(2 * n, d, True, block_rows) >= now
+    assert memory.attention_intensity(n + 1, d, False) > memory.attention_intensity(n, d, False)
+
+
+def test_attention_broadcasts():
+    n = np.array([512, 1024, 2048, 4096])[:, None]
+    d = np.array([64, 128])
+    grid = memory.attention_intensity(n, d, True, 128)
+    assert grid.shape == (4, 2)
+    assert float(grid[3, 1]) == memory.attention_intensity(4096, 128, True, 128)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: memory.attention_flops(0, 128), "seq"),
+    (lambda: memory.attention_flops(4096, 12.5), "head_dim"),
+    (lambda: memory.attention_bytes(4096, 128, 1), "fused"),
+    (lambda: memory.attention_bytes(4096, 128, True, 0), "block_rows"),
+    (lambda: memory.attention_bytes(4096, 128, True, dtype="fp12"), "dtype"),
+    (lambda: memory.attention_intensity(-1, 128, False), "seq"),
+    (lambda: memory.attention_intensity(4096, float("nan"), True), "head_dim"),
+    (lambda: memory.attention_compute_bound_seq(0), "ridge"),
+    (lambda: memory.attention_compute_bound_seq(float("inf")), "ridge"),
+])
+def test_attention_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
