@@ -40,20 +40,20 @@ FLOP_PER_TENSOR_CORE_PER_CYCLE = {
     "CDNA3 (MI300)": 512.0,
 }
 
-#: Where each entry of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` comes from (BibTeX keys in book/bib/tensor_cores.bib).
+#: Where each entry of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` comes from (BibTeX keys in book/bib/).
 TENSOR_CORE_SOURCES = {
-    "Volta (GV100)": "tc_nvidia2017volta: 64 FP16 FMA per clock per Tensor Core (a 4x4x4 product), 8 per SM; "
-                     "125 TFLOPS = 80 x 8 x 128 x 1.53 GHz (worked in tc_crovella2023h100tflops)",
-    "Turing (TU10x)": "tc_nvidia2018turing: 64 FP16 FMA per clock per Tensor Core, 8 per SM "
+    "Volta (GV100)": "nvidia2017volta: 64 FP16 FMA per clock per Tensor Core (a 4x4x4 product), 8 per SM; "
+                     "125 TFLOPS = 80 x 8 x 128 x 1.53 GHz (worked in nvforum2023tensor)",
+    "Turing (TU10x)": "nvidia2018turing: 64 FP16 FMA per clock per Tensor Core, 8 per SM "
                       "(1024 FLOP per SM per clock); GeForce FP32 accumulate at half rate",
-    "Ampere (GA100)": "tc_nvidia2020ampere: 256 FP16 FMA per clock per Tensor Core, 4 per SM; "
-                      "312 TFLOPS = 108 x 4 x 512 x 1.41 GHz (tc_crovella2023h100tflops)",
-    "Ampere (GA10x)": "tc_nvidia2021ga102: 128 dense FP16 FMA per clock per Tensor Core (half of GA100), "
+    "Ampere (GA100)": "nvidia2020a100: 256 FP16 FMA per clock per Tensor Core, 4 per SM; "
+                      "312 TFLOPS = 108 x 4 x 512 x 1.41 GHz (nvforum2023tensor)",
+    "Ampere (GA10x)": "nvidia2020ga102: 128 dense FP16 FMA per clock per Tensor Core (half of GA100), "
                       "4 per SM; GeForce FP32 accumulate at half rate",
-    "Ada (AD10x)": "tc_nvidia2023ada (not re-read here): same dense rate per Tensor Core as GA10x; checked "
+    "Ada (AD10x)": "nvidia2022ada (not re-read here): same dense rate per Tensor Core as GA10x; checked "
                    "against RTX 6000 Ada 364.2 TFLOPS = 142 x 4 x 256 x 2.505 GHz and RTX 4090 165.2 (half rate)",
-    "Hopper (GH100)": "tc_nvidia2022hopper: twice the A100 SM rate clock for clock; 989.4 TFLOPS = "
-                      "132 x 4 x 1024 x 1.83 GHz, H100 PCIe 756 at 1.62 GHz (tc_crovella2023h100tflops)",
+    "Hopper (GH100)": "nvidia2022h100: twice the A100 SM rate clock for clock; 989.4 TFLOPS = "
+                      "132 x 4 x 1024 x 1.83 GHz, H100 PCIe 756 at 1.62 GHz (nvforum2023tensor)",
     "Blackwell (GB20x)": "derived, not read from a whitepaper: RTX 5090 209.5 TFLOPS (FP32 accumulate, "
                          "half rate) = 170 x 4 x 128 x 2.407 GHz",
     "CDNA3 (MI300)": "tc_amd2023cdna3 (not re-read here): derived from MI300X 1307.4 TFLOPS = "

@@ -643,3 +643,30 @@ def test_sparse_marlin_rows_cite_the_files_that_hold_them():
     assert "bfloat16" in measured.measurements("sparse.llama3_8b.a100_80.int4")[0]["detail"]
     for r in measured.measurements("gptfast."):
         assert "0f925b5" not in r["detail"] and "32971d3" in r["detail"]
+
+
+def test_no_two_citations_read_alike():
+    """Author-year labels must tell sources apart: [NVIDIA, 2020a] and [NVIDIA, 2020b], not two
+    [NVIDIA, 2020]. ``tools/bib_years.py`` adds the letters; run it after adding entries."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bib_years", ROOT / "tools" / "bib_years.py")
+    bib_years = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bib_years)
+    from pybtex.database import parse_file
+    labels = {}
+    for path in sorted((ROOT / "book" / "bib").glob("*.bib")):
+        for key, entry in parse_file(path).entries.items():
+            label = (bib_years.label(entry), entry.fields.get("year"))
+            assert label not in labels, f"{key} and {labels[label]} both cite as {label}"
+            labels[label] = key
+
+
+def test_no_source_is_in_the_bibliography_twice():
+    from pybtex.database import parse_file
+    urls = {}
+    for path in sorted((ROOT / "book" / "bib").glob("*.bib")):
+        for key, entry in parse_file(path).entries.items():
+            url = entry.fields.get("url", "").rstrip("/")
+            if url and "#" not in url:
+                assert url not in urls, f"{key} and {urls[url]} are the same source ({url})"
+                urls[url] = key
