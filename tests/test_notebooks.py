@@ -79,3 +79,20 @@ def test_saved_charts_are_vega5_specs_with_their_rows(path):
                 empty = [d["name"] for d in data[VEGA5].get("data", [])
                          if d["name"].startswith("data-") and not d.get("values")]
                 assert empty == [], f"named datasets without rows: {empty}"
+
+
+def test_cells_that_only_glue_are_folded():
+    """A code cell whose outputs are all glued values shows only code on the page: fold it."""
+    import importlib.util
+
+    import nbformat
+    spec = importlib.util.spec_from_file_location(
+        "tag_solutions", Path(__file__).resolve().parents[1] / "tools" / "tag_solutions.py")
+    tagger = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tagger)
+    for path in sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            tags = cell.metadata.get("tags", [])
+            assert tagger.glue_only(cell) == ("hide-input" in tags), (
+                f"{path.name} cell {i}: run tools/tag_solutions.py (fold glue-only cells)")
