@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser jupyter-ui lab notebook outputs bench student clean
+.PHONY: setup book test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student clean
 
 setup: $(STAMP)
 
@@ -38,13 +38,18 @@ browser-deps:
 	  echo "installing Debian chromium for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## lab: JupyterLab on the chapters, widgets live, MyST markup rendered (jupyterlab-myst)
-lab: $(STAMP)
-	env -u GPUMODEL_BOOK $(BIN)/jupyter lab book/
+## reader: reader copies of the chapters, numbers, terms and citations written into the text
+reader: $(STAMP)
+	rm -rf _build/reader
+	$(BIN)/python -m gpumodel.student --reader _build/reader $(NOTEBOOKS)
+
+## lab: JupyterLab on the reader copies, widgets live, MyST markup rendered (jupyterlab-myst)
+lab: reader
+	env -u GPUMODEL_BOOK $(BIN)/jupyter lab _build/reader/
 
 ## notebook: the same in the Jupyter Notebook 7 interface
-notebook: $(STAMP)
-	env -u GPUMODEL_BOOK $(BIN)/jupyter notebook book/
+notebook: reader
+	env -u GPUMODEL_BOOK $(BIN)/jupyter notebook _build/reader/
 
 ## outputs: re-execute the notebooks in place after an intended model change; review `git diff book/`
 outputs: $(STAMP)

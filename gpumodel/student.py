@@ -1,26 +1,179 @@
-"""Student notebooks: each chapter without its solutions and outputs, ready to hand out.
+"""Reader and student notebooks: each chapter with its numbers written into the prose.
 
-Uses nbconvert's own preprocessors: ``TagRemovePreprocessor`` drops the cells tagged
-"solution" (``tools/tag_solutions.py`` tags them, nbgrader-style) and
-``ClearOutputPreprocessor`` clears every output. ``make student`` writes them to
-``_build/student/``; the book build copies them next to each chapter page.
-``python -m gpumodel.student OUTDIR NOTEBOOK...``.
+In the book's sources, prose cites computed numbers as ``{glue:text}`name:fmt```, glossary
+terms as ``{term}``, sources as ``{cite:p}`` and sections as ``{ref}``/``{doc}``; Sphinx
+resolves them when it builds the HTML, but Jupyter shows the markup. :func:`reader_notebook`
+writes a copy whose markdown says what the HTML says: each glued value formatted from the
+chapter's own saved outputs, each term as its text, each citation as (Author, year), each
+section reference as its text or a link to the chapter. ``make lab`` and ``make notebook``
+open these copies (``_build/reader/``). Student notebooks are reader copies without the cells
+tagged "solution" (``tools/tag_solutions.py`` tags them, nbgrader-style) and without outputs,
+using nbconvert's ``TagRemovePreprocessor`` and ``ClearOutputPreprocessor``.
+``make student`` writes them to ``_build/student/``; the book build copies them next to each
+chapter page. ``python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...``.
 Explained in :doc:`/book/instructor_guide`.
 """
 from __future__ import annotations
 
+import functools
+import re
 import sys
 from pathlib import Path
 
 TAG = "solution"
 
 
-def student_notebook(path: str | Path):
-    """The notebook at ``path`` with its solution cells removed and all outputs cleared."""
+#: MyST roles a reader copy resolves; any left in a reader's markdown is a placeholder.
+PLACEHOLDER = re.compile(r"\{(glue:text|glue|term|cite:p|cite:t|cite|ref|doc|numref|eq)\}`")
+_ROLE = re.compile(r"\{(glue:text|term|cite:p|cite:t|ref|doc)\}`([^`]*)`")
+_CHAPTER_LINK = re.compile(r"\]\(([a-z_]+)(#[\w-]+)?\)")
+_LABEL = re.compile(r"^\(([\w-]+)\)=\s*\n#+\s+(.+)$", re.M)
+
+
+def glue_values(nb) -> dict:
+    """Every value the notebook glued, from its saved outputs: name -> number (or text)."""
+    import ast
+
+    values = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = out.get("data", {}).get("application/papermill.record/text/plain")
+            if name is None or text is None:
+                continue
+            text = "".join(text) if isinstance(text, list) else text
+            try:
+                values[name] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                values[name] = text.strip("'\"")
+    return values
+
+
+def _book_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "book"
+
+
+@functools.lru_cache(maxsize=1)
+def _citations() -> dict:
+    """BibTeX key -> (author label, year), as the book's author-year citations print them."""
+    from pybtex.database import parse_file
+
+    out = {}
+    for path in sorted((_book_dir() / "bib").glob("*.bib")):
+        for key, entry in parse_file(str(path)).entries.items():
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+
+            def last(p):
+                return re.sub(r"[{}\\]", "", " ".join(p.last_names) or " ".join(p.first_names))
+            if not people:
+                who = key
+            elif len(people) == 1:
+                who = last(people[0])
+            elif len(people) == 2 and str(people[1]) != "others":
+                who = f"{last(people[0])} and {last(people[1])}"
+            else:
+                who = f"{last(people[0])} et al."
+            out[key] = (who, entry.fields.get("year", "n.d."))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _sections() -> dict:
+    """Section label -> (heading text, notebook or page file name), over the book's sources."""
     import nbformat
-    from nbconvert.preprocessors import ClearOutputPreprocessor, TagRemovePreprocessor
+
+    out = {}
+    for path in sorted(_book_dir().glob("*.ipynb")) + sorted(_book_dir().glob("*.md")):
+        if path.suffix == ".ipynb":
+            texts = [c.source for c in nbformat.read(str(path), as_version=4).cells
+                     if c.cell_type == "markdown"]
+        else:
+            texts = [path.read_text()]
+        for text in texts:
+            for label, heading in _LABEL.findall(text):
+                out[label] = (heading.strip(), path.name)
+    return out
+
+
+def _doc_title(name: str) -> tuple[str, str]:
+    """A chapter's title and file name, for ``{doc}`name```."""
+    import nbformat
+
+    for suffix in (".ipynb", ".md"):
+        path = _book_dir() / (name + suffix)
+        if path.exists():
+            if suffix == ".ipynb":
+                return _title(nbformat.read(str(path), as_version=4)) or name, path.name
+            for line in path.read_text().splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip(), path.name
+            return name, path.name
+    return name, name
+
+
+def _explicit(body: str) -> tuple[str | None, str]:
+    """``text <target>`` -> (text, target); ``target`` -> (None, target)."""
+    m = re.match(r"^(.*?)\s*<([^<>]+)>$", body, re.S)
+    return (m.group(1), m.group(2)) if m else (None, body)
+
+
+def resolve_markdown(text: str, values: dict) -> str:
+    """Markdown with each glue, term, cite, ref and doc role replaced by what the HTML shows.
+
+    ``values`` maps glued names to values (:func:`glue_values`); a format spec after the name
+    (``{glue:text}`name:,.0f```) is applied with Python's :func:`format`. An unknown name is
+    an error, so a reader never sees a placeholder.
+    Explained in :doc:`/book/instructor_guide`.
+    """
+    def one(match):
+        role, body = match.group(1), match.group(2)
+        if role == "glue:text":
+            name, _, spec = body.partition(":")
+            if name not in values:
+                raise ValueError(f"glued value {name!r} is not in the notebook's outputs")
+            value = values[name]
+            return format(value, spec) if spec and not isinstance(value, str) else str(value)
+        shown, target = _explicit(body)
+        if role == "term":
+            return shown or target
+        if role == "ref":
+            heading, page = _sections().get(target, (target, ""))
+            return shown or heading
+        if role == "doc":
+            title, page = _doc_title(target.strip("/").split("/")[-1])
+            return f"[{shown or title}]({page})"
+        cites = [_citations().get(k.strip(), (k.strip(), "n.d.")) for k in body.split(",")]
+        if role == "cite:t":
+            return "; ".join(f"{who} ({year})" for who, year in cites)
+        return "(" + "; ".join(f"{who}, {year}" for who, year in cites) + ")"
+
+    text = _ROLE.sub(one, text)
+    return _CHAPTER_LINK.sub(lambda m: m.group(0) if not (_book_dir() / (m.group(1) + ".ipynb"))
+                             .exists() else f"]({m.group(1)}.ipynb{m.group(2) or ''})", text)
+
+
+def reader_notebook(path: str | Path):
+    """The notebook at ``path`` with every markdown cell resolved (:func:`resolve_markdown`).
+
+    Outputs are kept, so the charts and tables of the last run show before anything runs.
+    Explained in :doc:`/book/instructor_guide`.
+    """
+    import nbformat
 
     nb = nbformat.read(str(path), as_version=4)
+    values = glue_values(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = resolve_markdown(cell.source, values)
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def student_notebook(path: str | Path):
+    """The notebook at ``path`` resolved for a reader, its solution cells removed and outputs cleared."""
+    from nbconvert.preprocessors import ClearOutputPreprocessor, TagRemovePreprocessor
+
+    nb = reader_notebook(path)
     remove = TagRemovePreprocessor(remove_cell_tags={TAG}, enabled=True)
     nb, _ = remove.preprocess(nb, {})
     nb, _ = ClearOutputPreprocessor(enabled=True).preprocess(nb, {})
@@ -34,6 +187,28 @@ def has_exercises(path: str | Path) -> bool:
 
     nb = nbformat.read(str(path), as_version=4)
     return any(TAG in c.metadata.get("tags", []) for c in nb.cells)
+
+
+def write_readers(out_dir: str | Path, notebooks) -> list[Path]:
+    """Write the reader copy of every notebook (and the glossary page) into ``out_dir``; the paths.
+
+    Explained in :doc:`/book/instructor_guide`.
+    """
+    import shutil
+
+    import nbformat
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in map(Path, notebooks):
+        target = out / path.name
+        nbformat.write(reader_notebook(path), str(target))
+        written.append(target)
+    glossary = _book_dir() / "glossary.md"
+    if glossary.exists():
+        shutil.copy(glossary, out / glossary.name)
+    return written
 
 
 def write(out_dir: str | Path, notebooks) -> list[Path]:
@@ -53,16 +228,19 @@ def write(out_dir: str | Path, notebooks) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    reader = bool(argv) and argv[0] == "--reader"
+    argv = argv[1:] if reader else argv
     if len(argv) < 2:
-        print("usage: python -m gpumodel.student OUTDIR NOTEBOOK...", file=sys.stderr)
+        print("usage: python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...", file=sys.stderr)
         return 2
-    written = write(argv[0], argv[1:])
-    print(f"wrote {len(written)} student notebooks to {argv[0]}")
+    if reader:
+        written = write_readers(argv[0], argv[1:])
+        print(f"wrote {len(written)} reader notebooks to {argv[0]}")
+    else:
+        written = write(argv[0], argv[1:])
+        print(f"wrote {len(written)} student notebooks to {argv[0]}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
 
 
 def _title(nb) -> str:
@@ -170,3 +348,7 @@ def exercise_frame():
                          "suggested for": "class" if e["kind"] == "predict, then check" else "homework",
                          "suggested minutes": MINUTES[e["kind"]], "task": e["task"]})
     return pd.DataFrame(rows).set_index("label")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,7 @@
 """Every chapter opened, without running anything, in real JupyterLab (and one in Notebook 7).
 
-A JupyterLab 4.6 server on a free local port serves copies of ``book/*.ipynb`` from a temporary
+A JupyterLab 4.6 server on a free local port serves reader copies of ``book/*.ipynb`` (what
+``make lab`` opens: :func:`gpumodel.student.write_readers`) from a temporary
 folder (opening a chart makes JupyterLab's Vega renderer add a PNG to the output, which an autosave
 would write back), with its own config, settings, workspace and runtime folders. Headless Chromium
 opens each chapter and the test waits, up to :data:`SETTLE_LIMIT_S` seconds, for it to settle:
@@ -103,8 +104,8 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("jupyter")
     root = tmp / "book"
     root.mkdir()
-    for name in NOTEBOOKS:
-        shutil.copy(ROOT / "book" / name, root / name)
+    from gpumodel import student
+    student.write_readers(root, [ROOT / "book" / name for name in NOTEBOOKS])
     nb = json.loads((ROOT / "book" / NOTEBOOKS[0]).read_text())
     (root / EMPTY).write_text(json.dumps({**nb, "cells": []}))
     env = {k: v for k, v in os.environ.items() if k != "GPUMODEL_BOOK"}

@@ -64,7 +64,9 @@ def test_student_notebook_has_no_solution_and_no_output(path):
     assert "{solution" not in text
     assert not re.search(r"glue:text\}`ex_", text), "solution glue left in the student notebook"
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
-    exercises = [c.source for c in original.cells if "{exercise}" in c.source]
+    values = student.glue_values(original)
+    exercises = [student.resolve_markdown(c.source, values) for c in original.cells
+                 if "{exercise}" in c.source]
     assert [c.source for c in nb.cells if "{exercise}" in c.source] == exercises
     assert len(exercises) >= 3
     for source in exercises:
@@ -102,3 +104,52 @@ def test_exercise_labels_are_unique_book_wide():
         labels += [m for c in nb.cells if c.cell_type == "markdown"
                    for m in re.findall(r"^```\{exercise\}\n:label: (\S+)", c.source, re.M)]
     assert len(labels) == len(set(labels)), sorted(l for l in labels if labels.count(l) > 1)
+
+
+# --- what a reader opens: numbers, terms and citations written into the text ------------------
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_reader_and_student_copies_hold_no_placeholder(path):
+    copies = [student.reader_notebook(path)]
+    if student.has_exercises(path):
+        copies.append(student.student_notebook(path))
+    for nb in copies:
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                assert not student.PLACEHOLDER.search(cell.source), cell.source[:200]
+
+
+def test_glued_numbers_are_formatted_as_the_html_formats_them():
+    nb = student.reader_notebook(ROOT / "book" / "memory_hierarchy.ipynb")
+    values = student.glue_values(nbformat.read(str(ROOT / "book" / "memory_hierarchy.ipynb"),
+                                               as_version=4))
+    ridge = format(values["h100_ridge"], ".0f")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert f"A kernel on an H100 must do about {ridge} FLOP for every byte" in text
+
+
+def test_roles_read_as_the_html_reads_them():
+    values = {"x": 1234.5678, "share": 0.4567}
+    text = ("{glue:text}`x:,.1f` and {glue:text}`share:.0%`; a {term}`kernel`, "
+            "{term}`tiles <tile>`; {cite:p}`dettmers2014dataparallel,nvidia2022h100`; "
+            "{ref}`waves <waves>`; {doc}`parallelism`; [the chapter](tensor_cores)")
+    out = student.resolve_markdown(text, values)
+    assert out.startswith("1,234.6 and 46%; a kernel, tiles; (Dettmers, 2014")
+    assert "NVIDIA, 2022" in out and "waves" in out
+    assert "[Parallelism" in out and "](parallelism.ipynb)" in out
+    assert "](tensor_cores.ipynb)" in out
+    assert not student.PLACEHOLDER.search(out)
+
+
+def test_an_unknown_glued_name_is_an_error_not_a_placeholder():
+    with pytest.raises(ValueError, match="nope"):
+        student.resolve_markdown("{glue:text}`nope:.0f`", {})
+
+
+def test_reader_command_writes_every_chapter_and_the_glossary(tmp_path):
+    out = tmp_path / "reader"
+    run = subprocess.run([sys.executable, "-m", "gpumodel.student", "--reader", str(out)]
+                         + [str(p) for p in NOTEBOOKS], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert {p.name for p in out.glob("*.ipynb")} == {p.name for p in NOTEBOOKS}
+    assert (out / "glossary.md").exists()
