@@ -41,7 +41,8 @@ READINGS = ("reconstruction", "self-consistent")
 def estimate_terms(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_cells=100e6, granule_inputs=15.0,
                    purkinje_inputs=1e5, granule_branches=3.0, granule_dendrites=4.0,
                    purkinje_branches=10.0, purkinje_dendrites=1000.0, time_steps=5.0,
-                   granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0) -> dict:
+                   granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0,
+                   granule_rate=None, purkinje_rate=None, steps_per_second=None) -> dict:
     """FLOP/s of each term of the brain estimate under ``reading``, from the post's inputs (:data:`POST`), any of which can be overridden.
 
     A term is cells x multiply-adds per cell per time step x time steps x firing rate x FLOP
@@ -49,21 +50,34 @@ def estimate_terms(reading: str = "reconstruction", *, granule_cells=50e9, purki
     potential. "reconstruction" returns {"granule dendrites", "purkinje dendrites"}, both with
     the Purkinje filter; "self-consistent" adds the dense input, soma and output stages of both
     cell types, each with its own filter.
+
+    ``granule_rate`` and ``purkinje_rate`` (Hz) give each cell type its own firing rate in place
+    of ``firing_rate`` (section "How sensitive is it?"). ``steps_per_second`` (Hz) reads the time
+    step differently: the filter runs once per time step, that many times a second, in place of
+    time steps x firing rate per second, so the time steps count once and the rates drop out
+    (section "Does the time step count twice?").
     Explained in :doc:`/book/brain` (section "The post's estimate, reconstructed").
     """
     reading = _checks.choice("reading", reading, READINGS)
     given = locals()
     v = {name: _checks.positive(name, given[name]) for name in POST}
+    for name in ("granule_rate", "purkinje_rate", "steps_per_second"):
+        if given[name] is not None:
+            v[name] = _checks.positive(name, given[name])
     _checks.broadcast(**v)
-    per_event = v["time_steps"] * v["firing_rate"] * v["flop_per_mac"]
+    runs = {}  # filter evaluations per second, per cell type
+    for cell in ("granule", "purkinje"):
+        rate = v.get(f"{cell}_rate", v["firing_rate"])
+        runs[cell] = v.get("steps_per_second", v["time_steps"] * rate) * v["flop_per_mac"]
     purkinje_filter = v["purkinje_branches"] * v["purkinje_dendrites"] * v["time_steps"]
     granule_filter = v["granule_branches"] * v["granule_dendrites"] * v["time_steps"]
     if reading == "reconstruction":
-        return {"granule dendrites": v["granule_cells"] * v["granule_inputs"] * purkinje_filter * per_event,
-                "purkinje dendrites": v["purkinje_cells"] * v["purkinje_inputs"] * purkinje_filter * per_event}
+        return {"granule dendrites": v["granule_cells"] * v["granule_inputs"] * purkinje_filter * runs["granule"],
+                "purkinje dendrites": v["purkinje_cells"] * v["purkinje_inputs"] * purkinje_filter
+                * runs["purkinje"]}
     out = {}
     for cell, filt in (("granule", granule_filter), ("purkinje", purkinje_filter)):
-        n = v[f"{cell}_cells"]
+        n, per_event = v[f"{cell}_cells"], runs[cell]
         out[f"{cell} dense input"] = n * v[f"{cell}_inputs"] * per_event
         out[f"{cell} dendrites"] = n * v[f"{cell}_inputs"] * filt * per_event
         out[f"{cell} soma"] = n * v[f"{cell}_dendrites"] * v["time_steps"] * per_event
@@ -75,19 +89,72 @@ def estimate_terms(reading: str = "reconstruction", *, granule_cells=50e9, purki
 def estimate(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_cells=100e6, granule_inputs=15.0,
              purkinje_inputs=1e5, granule_branches=3.0, granule_dendrites=4.0,
              purkinje_branches=10.0, purkinje_dendrites=1000.0, time_steps=5.0,
-             granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0):
+             granule_outputs=100.0, purkinje_outputs=1000.0, firing_rate=200.0, flop_per_mac=2.0,
+             granule_rate=None, purkinje_rate=None, steps_per_second=None):
     """The brain estimate in FLOP/s: the sum of :func:`estimate_terms` (same inputs). The post's inputs give 1.075e21 ("reconstruction").
 
     Explained in :doc:`/book/brain` (section "The post's estimate, reconstructed").
     """
-    given = {name: value for name, value in locals().items() if name in POST}
+    extra = ("granule_rate", "purkinje_rate", "steps_per_second")
+    given = {name: value for name, value in locals().items() if name in POST or name in extra}
     return sum(estimate_terms(reading, **given).values())
 
 
+_INPUT_COLUMNS = ("parameter", "value", "label", "who", "year", "method", "source", "detail")
+
+
+@lru_cache(maxsize=1)
+def _inputs() -> tuple:
+    text = resources.files("gpumodel.data").joinpath("brain_inputs.csv").read_text()
+    reader = csv.DictReader(io.StringIO(text))
+    missing = set(_INPUT_COLUMNS) - set(reader.fieldnames or ())
+    if missing:
+        raise ValueError(f"brain_inputs.csv lacks columns: {', '.join(sorted(missing))}")
+    out = []
+    for line, row in enumerate(reader, start=2):
+        try:
+            value = float(row["value"])
+        except ValueError:
+            raise ValueError(f"brain_inputs.csv line {line}: value must be a number") from None
+        known = row["parameter"] in POST or row["parameter"] in ("granule_rate", "purkinje_rate")
+        if not known or not value > 0 or not row["source"].strip():
+            raise ValueError(f"brain_inputs.csv line {line}: parameter must be an input of estimate(), "
+                             "value > 0, and a source given")
+        out.append({**row, "value": value, "year": int(row["year"])})
+    return tuple(out)
+
+
+def measured_inputs(parameter: str = "purkinje_cells") -> list:
+    """Published values of one input of :func:`estimate` (cell counts, firing rates), the post's first.
+
+    Each row: parameter, value, label (short name), who, year, method, source (a citation key),
+    detail (the quoted sentence). The post's own value is the row whose source is the post. Explained in
+    :doc:`/book/brain` (section "How sensitive is it?").
+    """
+    names = sorted({r["parameter"] for r in _inputs()})
+    parameter = _checks.choice("parameter", parameter, names)
+    return [dict(r) for r in _inputs() if r["parameter"] == parameter]
+
+
+def _counted(parameter: str) -> tuple:
+    """(lowest, highest) value of ``parameter`` among the sources other than the post."""
+    values = [r["value"] for r in measured_inputs(parameter) if r["source"] != "[dettmers2015brain]"]
+    return (min(values), max(values))
+
+
 #: The ranges the sensitivity analysis moves each input over, (low, high), with where they come
-#: from: the post's text unless marked "the book's choice".
+#: from: the post's text, a count or recording (data/brain_inputs.csv), or "the book's choice".
 RANGES = {
-    "firing_rate": ((50.0, 1000.0), "the post: neurons fire 50 to 1000 times per second"),
+    "purkinje_cells": (_counted("purkinje_cells"),
+                       "counted: 15.4 million (fractionator, 12 aged brains, 1989) and 30.5 million "
+                       "(Andersen et al. 1992); the post's 100 million is above both"),
+    "granule_cells": ((50e9, _counted("granule_cells")[1]),
+                      "the post's 50 billion to the 101 billion counted by Andersen et al. 1992"),
+    "purkinje_rate": (_counted("purkinje_rate"),
+                      "Purkinje simple spikes, 30 to 100 Hz (De Schutter and Bower 1994); the post's "
+                      "200 Hz is above"),
+    "granule_rate": ((1.0, 200.0), "the book's choice: granule cells fire at a low ongoing rate "
+                                   "(Chadderton et al. 2004), up to the post's 200 Hz"),
     "purkinje_inputs": ((75e3, 1.5e5), "the post: 100,000 'might be a slight overestimate (but 75000 would be too "
                                         "conservative)'; the book's choice of 150,000 for 'more than 100000'"),
     "time_steps": ((2.4, 6.0), "the post: conscious recognition takes 80 to 200 ms, 2.4 to 6 steps at 30 per second"),
@@ -103,7 +170,8 @@ def sensitivity(reading: str = "reconstruction") -> dict:
 
     Returns {"input": names, "low": FLOP/s, "high": FLOP/s, "base": FLOP/s}, for a tornado chart.
     The time steps enter twice (filter depth and steps per event), so they move the estimate
-    by their square. Explained in :doc:`/book/brain` (section "How sensitive is it?").
+    by their square. A measured range need not contain the post's value (its Purkinje cells and
+    firing rate lie above theirs), so "base" can fall outside low to high. Explained in :doc:`/book/brain` (section "How sensitive is it?").
     """
     reading = _checks.choice("reading", reading, READINGS)
     names = list(RANGES)
@@ -123,6 +191,33 @@ def synapse_count_flops(synapses, firing_rate=200.0, flop_per_event=2.0):
     r = _checks.positive("firing_rate", firing_rate)
     f = _checks.positive("flop_per_event", flop_per_event)
     return n * r * f
+
+
+@_checks.finite_result
+def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
+                  accelerator: str = "H100 SXM5", dtype: str = "bf16") -> dict:
+    """How many of ``accelerator`` a synapse-count model needs, by memory bandwidth and by compute.
+
+    The model reads every synapse's weight once per event and does ``flop_per_event`` with it,
+    at batch 1: bytes/s = synapses x rate_hz x bytes_per_synapse, FLOP/s = synapses x rate_hz x
+    flop_per_event. Returns {"bandwidth": GPUs to stream the weights (bytes/s over the
+    accelerator's bandwidth, bytes/s), "compute": GPUs for the arithmetic (FLOP/s over its dense
+    ``dtype`` peak), "intensity": FLOP/byte, "ridge": the accelerator's ridge point, FLOP/byte}.
+    Below the ridge the workload is memory-bound and "bandwidth" is the count that binds.
+    Explained in :doc:`/book/brain` (section "The brain as a batch-1 workload").
+    """
+    from . import hardware
+
+    n = _checks.positive("synapses", synapses)
+    r = _checks.positive("rate_hz", rate_hz)
+    b = _checks.positive("bytes_per_synapse", bytes_per_synapse)
+    f = _checks.positive("flop_per_event", flop_per_event)
+    _checks.broadcast(synapses=n, rate_hz=r, bytes_per_synapse=b, flop_per_event=f)
+    acc = hardware.get(_checks.choice("accelerator", accelerator, hardware.names()))
+    dtype = _checks.text("dtype", dtype)
+    peak = acc.peak_flops(dtype)
+    return {"bandwidth": n * r * b / acc.bandwidth, "compute": n * r * f / peak,
+            "intensity": f / b, "ridge": acc.ridge_point(dtype)}
 
 
 # --- the projection ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def test_required_rows_present_with_fields():
         assert rid in rows, rid
     for r in rows.values():
         assert set(r) == {"id", "seed_value", "model_value", "unit", "source", "status", "note"}
-        assert r["status"] in ("match", "differs")
+        assert r["status"] in audit.STATUSES
         assert r["source"]
         if r["status"] == "differs":
             assert r["note"], f"{r['id']} differs without saying why"
@@ -83,3 +83,15 @@ def test_exact_rows_match_only_within_half_a_percent():
     assert row.evaluate()["status"] == "differs"
     assert SeedRow("x.exact", "2", lambda: 2.005, "x", "src", tolerance=0.005).evaluate()["status"] == "match"
     assert SeedRow("x.rounded", "2", lambda: 1.5, "x", "src").evaluate()["status"] == "match"
+
+
+def test_reconstructed_status():
+    assert audit.STATUSES == ("match", "reconstructed", "differs")
+    rows = {r["id"]: r for r in audit.reproduce()}
+    assert rows["brain.flops"]["status"] == "reconstructed"
+    assert rows["brain.doublings"]["status"] == "match"
+    built = audit.SeedRow("x.built", "2", lambda: 2.0, "x", "src", reconstructed=True)
+    assert built.evaluate()["status"] == "reconstructed"
+    broken = audit.SeedRow("x.built", "2", lambda: 3.0, "x", "src", note_if_differs="why",
+                           reconstructed=True)
+    assert broken.evaluate()["status"] == "differs"

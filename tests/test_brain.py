@@ -39,7 +39,10 @@ def test_overrides_and_sensitivity():
     assert brain.estimate(time_steps=1) == pytest.approx(1.075e21 / 25)
     s = brain.sensitivity()
     assert list(s["input"]) == list(brain.RANGES)
-    assert (s["low"] <= s["base"]).all() and (s["high"] >= s["base"]).all()
+    assert (s["low"] <= s["high"]).all()
+    # the measured Purkinje counts and rates lie below the post's values: base is above the bar
+    above = {n for n, h, b in zip(s["input"], s["high"], s["base"]) if h < b}
+    assert above == {"purkinje_cells", "purkinje_rate"}
 
 
 def test_projection_edges():
@@ -91,6 +94,16 @@ def test_projection_properties(start, target, period):
     (lambda: brain.estimate("detailed"), "reading"),
     (lambda: brain.fitted_doubling_years([2000, 2001], [2.0, 1.0]), "grow"),
     (lambda: brain.records("linpack"), "metric"),
+    (lambda: brain.estimate(purkinje_rate=0.0), "purkinje_rate"),
+    (lambda: brain.estimate(granule_rate=-1.0), "granule_rate"),
+    (lambda: brain.estimate(steps_per_second=float("nan")), "steps_per_second"),
+    (lambda: brain.measured_inputs("dendrite_count"), "parameter"),
+    (lambda: brain.roofline_gpus(0.0, 10.0), "synapses"),
+    (lambda: brain.roofline_gpus(1e14, -10.0), "rate_hz"),
+    (lambda: brain.roofline_gpus(1e14, 10.0, bytes_per_synapse=0), "bytes_per_synapse"),
+    (lambda: brain.roofline_gpus(1e14, 10.0, flop_per_event=float("inf")), "flop_per_event"),
+    (lambda: brain.roofline_gpus(1e14, 10.0, accelerator="H100"), "accelerator"),
+    (lambda: brain.roofline_gpus(1e14, 10.0, dtype="fp99"), "dtype"),
 ])
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
@@ -133,3 +146,60 @@ def test_fitted_doubling_years_never_fails_inside_numpy(years, step, capfd):
     else:
         assert period > 0 and np.isfinite(period)
     assert capfd.readouterr().err == ""
+
+
+# --- issue 22: measured cell counts and rates, the time step read once, the roofline ------------
+
+def test_measured_cell_counts_from_their_sources():
+    purkinje = {r["label"]: r["value"] for r in brain.measured_inputs("purkinje_cells")}
+    assert purkinje == {"the post": 100e6, "fractionator 1989": 15.4e6, "Andersen et al. 1992": 30.5e6}
+    granule = {r["label"]: r["value"] for r in brain.measured_inputs("granule_cells")}
+    assert granule == {"the post": 50e9, "Andersen et al. 1992": 101e9}
+    assert all(r["source"].startswith("[") and r["detail"] for r in brain.measured_inputs("purkinje_rate"))
+    assert brain.RANGES["purkinje_cells"][0] == (15.4e6, 30.5e6)
+    assert brain.RANGES["purkinje_rate"][0] == (30.0, 100.0)
+
+
+def test_counted_cells_put_both_readings_below_1e21():
+    # reconstruction: (G x 15 + P x 1e5) x 5e4-tap filter x 5 steps x 200 Hz x 2 FLOP = (...) x 1e8
+    assert brain.estimate(purkinje_cells=15.4e6) == pytest.approx((50e9 * 15 + 15.4e6 * 1e5) * 1e8)
+    assert brain.estimate(purkinje_cells=15.4e6) == pytest.approx(2.29e20)
+    assert brain.estimate(purkinje_cells=30.5e6) == pytest.approx(3.8e20)
+    assert brain.estimate(purkinje_cells=30.5e6, granule_cells=101e9) == pytest.approx(4.565e20)
+    assert brain.estimate("self-consistent", purkinje_cells=15.4e6) == pytest.approx(1.5411e20, rel=1e-4)
+    assert brain.estimate("self-consistent", purkinje_cells=30.5e6) == pytest.approx(3.0511e20, rel=1e-4)
+
+
+def test_per_cell_rates_and_steps_per_second():
+    t = brain.estimate_terms(purkinje_rate=50.0, granule_rate=1.0)
+    assert t["purkinje dendrites"] == pytest.approx(1e8 * 1e5 * 5e4 * 5 * 50 * 2)
+    assert t["granule dendrites"] == pytest.approx(50e9 * 15 * 5e4 * 5 * 1 * 2)
+    assert brain.estimate(purkinje_rate=200.0, granule_rate=200.0) == brain.estimate()
+    # the filter run once per 1/30-s step: 1.075e13 inputs x 5e4 taps x 30/s x 2 FLOP
+    assert brain.estimate(steps_per_second=30.0) == pytest.approx(1.075e13 * 5e4 * 30 * 2)
+    assert brain.estimate(steps_per_second=30.0) == pytest.approx(3.225e19)
+    assert brain.estimate(steps_per_second=30.0, firing_rate=1000.0) == brain.estimate(steps_per_second=30.0)
+    assert brain.estimate(steps_per_second=1000.0) == pytest.approx(brain.estimate())
+
+
+def test_roofline_gpus_worked_example():
+    r = brain.roofline_gpus(1e14, 200.0)
+    assert r["bandwidth"] == pytest.approx(1e14 * 2 * 200 / 3.35e12)
+    assert r["bandwidth"] == pytest.approx(11940.3, rel=1e-4)
+    assert r["compute"] == pytest.approx(1e14 * 200 * 2 / 989.4e12, rel=1e-3)
+    assert r["intensity"] == 1.0 and r["ridge"] == pytest.approx(295.34, rel=1e-3)
+    slow = brain.roofline_gpus(1e14, 10.0)
+    assert slow["bandwidth"] == pytest.approx(597.0, rel=1e-3) and slow["compute"] == pytest.approx(2.02, rel=1e-2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e9, 1e16), st.floats(0.1, 1e3), st.floats(0.5, 8), st.floats(0.5, 8))
+def test_roofline_gpus_properties(synapses, rate, nbytes, flop):
+    r = brain.roofline_gpus(synapses, rate, nbytes, flop)
+    # the ratio of the two counts is the ridge over the intensity, whatever the size
+    assert r["bandwidth"] / r["compute"] == pytest.approx(r["ridge"] / r["intensity"], rel=1e-9)
+    assert r["intensity"] == pytest.approx(flop / nbytes)
+    double = brain.roofline_gpus(2 * synapses, rate, nbytes, flop)
+    assert double["bandwidth"] == pytest.approx(2 * r["bandwidth"], rel=1e-12)
+    vec = brain.roofline_gpus(np.array([synapses, 2 * synapses]), rate, nbytes, flop)
+    assert vec["bandwidth"].shape == (2,)

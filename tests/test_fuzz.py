@@ -291,7 +291,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "parallelism.pipeline_bubble": dict(stages=4, microbatches=8, interleave=2, layers=32),
     "measured.collectives": dict(prefix="nccl."),
     # --- brain --------------------------------------------------------------------------------
-    "brain.estimate_terms": dict(reading="self-consistent", firing_rate=100.0, time_steps=4.0),
+    "brain.estimate_terms": dict(reading="self-consistent", firing_rate=100.0, time_steps=4.0,
+                                 purkinje_rate=50.0, granule_rate=1.0, steps_per_second=30.0),
     "brain.estimate": dict(reading="reconstruction", purkinje_inputs=8e4),
     "brain.sensitivity": dict(reading="self-consistent"),
     "brain.synapse_count_flops": dict(synapses=1e13, firing_rate=200.0, flop_per_event=2.0),
@@ -301,6 +302,9 @@ REGISTRY: dict[str, dict | Entry] = {
     "brain.fitted_doubling_years": dict(years=[2014.0, 2018.0, 2025.0], flops=[0.58e15, 2.9e15, 17.4e15]),
     "brain.landauer_bit_erasures": dict(power_watts=20.0, temperature_kelvin=310.0),
     "brain.records": dict(metric="hpl"),
+    "brain.measured_inputs": dict(parameter="purkinje_cells"),
+    "brain.roofline_gpus": dict(synapses=1e14, rate_hz=200.0, bytes_per_synapse=2.0, flop_per_event=2.0,
+                                accelerator="H100 SXM5", dtype="bf16"),
     # --- choosing a GPU ------------------------------------------------------------------------
     "cost.energy_kwh": dict(power_w=450.0, utilization=0.15, hours=8760.0),
     "cost.electricity_usd": dict(power_w=450.0, utilization=0.15, years=5.0, usd_per_kwh=0.175),

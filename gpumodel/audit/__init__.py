@@ -3,7 +3,9 @@
 Each row holds the number as the post prints it and a function that computes the
 model's value at call time. A row ``match``es when the model's value, rounded the way
 the post rounded it, equals the post's number; otherwise it ``differs`` and its note
-says why. Chapters add rows by adding a module here and listing it in ``_CHAPTERS``.
+says why. A row whose model was rebuilt from the post's number (a lost formula reconstructed
+so that it lands on the post's result) is ``reconstructed`` when it agrees: its agreement holds
+by construction and checks only that the reconstruction still stands, not the post. Chapters add rows by adding a module here and listing it in ``_CHAPTERS``.
 Rendered in :doc:`/book/seed_audit`; printed by ``python -m gpumodel reproduce``.
 """
 from __future__ import annotations
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import _checks
+
+#: Every status a row can have: see :meth:`SeedRow.evaluate`.
+STATUSES = ("match", "reconstructed", "differs")
 
 _CHAPTERS = ("memory_hierarchy", "tensor_cores", "low_precision", "sparsity", "parallelism", "brain",
              "choosing_a_gpu")
@@ -34,16 +39,23 @@ class SeedRow:
     #: number instead of when it rounds to it: for an exact factor ("2x", where rounding to the
     #: nearest integer would accept 1.5) or for a post that carried a rounded intermediate forward.
     tolerance: float | None = None
+    #: The model was built to reproduce this number (the post's formula is lost and was
+    #: reconstructed from its result), so agreement is ``reconstructed``, not ``match``.
+    reconstructed: bool = False
 
     def evaluate(self) -> dict:
-        """The row with ``model_value`` computed now and its ``status``."""
+        """The row with ``model_value`` computed now and its ``status``, one of :data:`STATUSES`.
+
+        "match": the model, rounded as the post rounded, gives the post's number; "reconstructed":
+        the same, for a row whose model was built to give it; "differs": it does not.
+        """
         value = float(self.model())
         if self.tolerance is not None:
             target = float(self.seed_value.replace(",", ""))
             same = abs(value - target) <= self.tolerance * abs(target)
         else:
             same = rounds_to(value, self.seed_value)
-        status = "match" if same else "differs"
+        status = ("reconstructed" if self.reconstructed else "match") if same else "differs"
         note = self.note_if_differs if status == "differs" else self.note
         return {"id": self.id, "seed_value": self.seed_value, "model_value": value,
                 "unit": self.unit, "source": self.source, "status": status, "note": note}

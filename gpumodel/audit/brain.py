@@ -16,12 +16,14 @@ def _year(period: float) -> float:
 
 ROWS = [
     SeedRow("brain.flops", "1.075e21", lambda: brain.estimate(), "FLOP/s", SRC,
-            note="A reconstruction: the post's formula was an image and is lost. Every input synapse of the "
+            note="Reconstructed, so it agrees by construction: the post's formula was an image and is "
+                 "lost, and the reading was chosen because it lands on the post's number. Every input synapse of the "
                  "cerebellum, granule (50e9 x 15) and Purkinje (1e8 x 100,000), passes through the Purkinje "
                  "dendritic filter (10 x 1000 x 5) at 5 time steps per action potential, 200 action "
                  "potentials per second, 2 FLOP per multiply-add. Each cell with its own filter, and the soma "
                  f"and output stages counted, gives {brain.estimate('self-consistent'):.4g}.",
-            note_if_differs="The reconstruction no longer reproduces the post's number."),
+            note_if_differs="The reconstruction no longer reproduces the post's number.",
+            reconstructed=True),
     SeedRow("brain.doublings", "21", lambda: brain.doublings(START_FLOPS, brain.estimate()), "doublings", SRC,
             note=f"log2(1.075e21 / 0.58e15) = {float(brain.doublings(START_FLOPS, brain.estimate(), whole=False)):.2f}, "
                  "rounded up to whole doubling periods.",

@@ -14,6 +14,8 @@ from .. import brain, charts
 from ..explore import Choice, Exploration, Slider
 
 LABELS = {"firing_rate": "firing rate (Hz)", "purkinje_inputs": "synapses per Purkinje cell",
+          "purkinje_cells": "Purkinje cells", "granule_cells": "granule cells",
+          "purkinje_rate": "Purkinje rate (Hz)", "granule_rate": "granule-cell rate (Hz)",
           "time_steps": "time steps", "purkinje_dendrites": "Purkinje dendrites",
           "purkinje_branches": "branches per dendrite", "flop_per_mac": "FLOP per multiply-add"}
 
@@ -24,6 +26,50 @@ def terms_frame(reading: str = "reconstruction") -> pd.DataFrame:
     total = sum(terms.values())
     return pd.DataFrame({"term": list(terms), "FLOP/s": [f"{float(v):.3g}" for v in terms.values()],
                          "share": [f"{float(v) / total:.4%}" for v in terms.values()]}).set_index("term")
+
+
+def counted_frame() -> pd.DataFrame:
+    """The estimate under each reading with the post's cell counts and with the counted ones.
+
+    Rows: the post's counts; each counted Purkinje total of data/brain_inputs.csv with the
+    post's granule cells; the largest Purkinje count with the counted granule cells. Columns:
+    reading, cells (which counts), FLOP/s, and the ratio to Carlsmith's 1e21 line.
+    """
+    purkinje = brain.measured_inputs("purkinje_cells")
+    granule = max(r["value"] for r in brain.measured_inputs("granule_cells"))
+    cases = [(f"{r['label']}: {r['value'] / 1e6:.3g} million Purkinje",
+              {"purkinje_cells": r["value"]}) for r in purkinje]
+    most = max(r["value"] for r in purkinje if r["label"] != "the post")
+    cases.append((f"{most / 1e6:.3g} million Purkinje, {granule / 1e9:.3g} billion granule",
+                  {"purkinje_cells": most, "granule_cells": granule}))
+    line = carlsmith_line()
+    rows = [{"reading": reading, "cells": name, "FLOP/s": float(brain.estimate(reading, **kw)),
+             "of 1e21": float(brain.estimate(reading, **kw)) / line}
+            for reading in brain.READINGS for name, kw in cases]
+    return pd.DataFrame(rows)
+
+
+def counted_table() -> pd.DataFrame:
+    """:func:`counted_frame` printed to two significant figures."""
+    frame = counted_frame()
+    frame["FLOP/s"] = [f"{v:.2g}" for v in frame["FLOP/s"]]
+    frame["of 1e21"] = [f"{v:.2f}" for v in frame["of 1e21"]]
+    return frame.set_index(["reading", "cells"])
+
+
+def carlsmith_line() -> float:
+    """Carlsmith's 10% line, 1e21 FLOP/s: the high end of his headline row in brain_estimates.csv."""
+    row = next(r for r in _estimates() if r["key"] == "carlsmith_2020_headline")
+    return float(row["flops_high"])
+
+
+def crossing_year(start, target, doubling_years, base_year=2015.0) -> float:
+    """The calendar year a steady doubling from ``start`` reaches ``target``: the fractional year rounded up.
+
+    :func:`gpumodel.brain.year_reached` with ``whole=False``, then ceil: the chapter's projection
+    years and the projection exploration's dotted line both show this value.
+    """
+    return float(np.ceil(brain.year_reached(start, target, doubling_years, base_year, whole=False)))
 
 
 # --- the estimate with sliders -------------------------------------------------------------------
@@ -210,7 +256,7 @@ def projection(start, doubling_years):
     flops, year = _start(start)
     target = float(brain.estimate())
     years = YEARS[YEARS >= np.floor(year)]
-    reached = float(brain.year_reached(flops, target, doubling_years, year, whole=False))
+    reached = crossing_year(flops, target, doubling_years, year)
     return {"year": years, "log10_flops": np.log10(brain.projected_flops(years, flops, doubling_years, year)),
             "reached": np.full(years.size, reached)}
 
@@ -228,7 +274,7 @@ def projection_chart(base):
     y = alt.Y("log10_flops:Q", title="log10 FLOP/s", scale=alt.Scale(domain=[14, 23]))
     line = base.mark_line(color=charts.BLUE, clip=True).encode(x=x, y=y)
     reached = base.mark_rule(color=charts.BLUE, strokeDash=[2, 2]).encode(
-        x="mean(reached):Q", tooltip=[alt.Tooltip("mean(reached):Q", title="year reached", format=".1f")])
+        x="mean(reached):Q", tooltip=[alt.Tooltip("mean(reached):Q", title="year reached", format="d")])
     target = alt.Chart(pd.DataFrame({"y": [np.log10(float(brain.estimate()))]})).mark_rule(
         color=charts.VERMILLION, strokeDash=[4, 3]).encode(y="y:Q")
     points = alt.Chart(records_frame()).mark_point(filled=True).encode(
