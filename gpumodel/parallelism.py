@@ -139,10 +139,11 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
 
     Reduce-scatter inside each node (``node_bandwidth``, e.g. NVLink), an all-reduce of each
     GPU's 1/g share across the nodes over its own network link (``network_bandwidth`` per GPU),
-    and an all-gather inside the node. With ``buckets`` = k > 1 the array goes as k equal
-    buckets, each paying its own latencies, pipelined: the node's links carry one bucket's
-    reduce-scatter and another's all-gather while the network carries a third, so the time is
-    k x max(a, b) + min(a, b), with a and b one bucket's node and network times (k = 1: a + b).
+    and an all-gather inside the node. Across nodes the faster of a ring and a tree runs, as
+    NCCL's tuner picks (:func:`tree_all_reduce_seconds`). With ``buckets`` = k > 1 the array
+    goes as k equal buckets, each paying its own latencies, and the node's and the network's
+    work overlap as in a pipeline: k x max(a, b) + min(a, b), with a and b one bucket's node
+    and network times (k = 1: a + b).
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     g = _checks.positive_int("gpus_per_node", gpus_per_node)
@@ -156,8 +157,31 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
     piece = s / k
     inside = (_ring("reduce_scatter", piece, g, node_bw, node_alpha)
               + _ring("all_gather", piece, g, node_bw, node_alpha))
-    across = _ring("all_reduce", piece / g, nodes, net_bw, net_alpha)
+    across = np.minimum(_ring("all_reduce", piece / g, nodes, net_bw, net_alpha),
+                        _tree(piece / g, nodes, net_bw, net_alpha))
     return k * np.maximum(inside, across) + np.minimum(inside, across)
+
+
+def _tree(s, n, bw, alpha):
+    """The tree of :func:`tree_all_reduce_seconds` on checked arrays."""
+    return np.where(n > 1, 2.0 * np.ceil(np.log2(np.maximum(n, 1.0))) * alpha + 2.0 * s / bw, 0.0)
+
+
+@_checks.finite_result
+def tree_all_reduce_seconds(nbytes, ranks, bandwidth, latency=0.0):
+    """A tree all-reduce of ``nbytes`` over ``ranks``, in seconds: 2 ceil(log2 n) x latency + 2 x nbytes / bandwidth.
+
+    A reduction up a tree and a broadcast down it, each ceil(log2 n) hops deep, with every
+    GPU sending and receiving the whole array once each way (NCCL's double binary tree; its
+    tuning model charges 2 log2(nodes) network latencies and half the bus bandwidth as the
+    algorithm's rate). Fewer latencies than a ring's 2(n-1), more bytes than its 2(n-1)/n.
+    Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
+    """
+    s = _checks.non_negative("nbytes", nbytes)
+    n = _checks.positive_int("ranks", ranks)
+    bw = _checks.positive("bandwidth", bandwidth)
+    alpha = _checks.non_negative("latency", latency)
+    return _tree(s, n, bw, alpha)
 
 
 # --- links ----------------------------------------------------------------------------------

@@ -235,14 +235,35 @@ def test_one_bucket_runs_the_phases_one_after_another():
 
 
 def test_buckets_overlap_the_node_and_the_network():
-    # 7B BF16 gradients on 8 nodes of 8 H100s: NVLink 54.4 ms, network 61.25 ms
+    # 7B BF16 gradients on 8 nodes of 8 H100s: NVLink 54.4 ms, network 61.25 ms (a ring)
     k = 1000
     t = par.hierarchical_all_reduce_seconds(14e9, 8, 8, 450e9, 50e9, buckets=k)
     inside = 2 * 7 / 8 * 14e9 / 450e9
     across = 2 * 7 / 8 * 14e9 / 8 / 50e9
     assert t == pytest.approx(across + inside / k)
+    # with 5 us per hop a bucket's tree (6 hops, 2 x 1.75 MB) beats its ring (14 hops)
     lat = par.hierarchical_all_reduce_seconds(14e9, 8, 8, 450e9, 50e9, 5e-6, 5e-6, buckets=k)
-    assert lat == pytest.approx(k * (across / k + 14 * 5e-6) + inside / k + 14 * 5e-6)
+    tree = 6 * 5e-6 + 2 * 14e9 / k / 8 / 50e9
+    ring = 14 * 5e-6 + across / k
+    assert tree < ring
+    node = inside / k + 14 * 5e-6
+    assert node > tree
+    assert lat == pytest.approx(k * node + tree)
+
+
+def test_a_tree_has_log_latency_and_moves_the_array_twice():
+    assert par.tree_all_reduce_seconds(1e9, 64, 50e9, 5e-6) == pytest.approx(12 * 5e-6 + 0.04)
+    assert par.tree_all_reduce_seconds(1e9, 1, 50e9, 5e-6) == 0.0
+    assert par.tree_all_reduce_seconds(1e9, 5, 50e9, 1e-6) == pytest.approx(6e-6 + 0.04)
+
+
+@given(s=st.floats(0, 1e11), n=st.integers(2, 100_000), bw=st.floats(1e9, 1e12),
+       alpha=st.floats(0, 1e-4))
+def test_the_faster_of_ring_and_tree_is_never_slower_than_either(s, n, bw, alpha):
+    ring = par.collective_seconds(s, n, bw, alpha)
+    tree = par.tree_all_reduce_seconds(s, n, bw, alpha)
+    hier = par.hierarchical_all_reduce_seconds(s, 1, n, bw, bw, 0.0, alpha)
+    assert hier == pytest.approx(min(ring, tree), rel=1e-9, abs=1e-15)
 
 
 @given(s=st.floats(1e6, 1e11), k=st.integers(1, 4096), alpha=st.floats(0, 1e-4))
