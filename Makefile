@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student clean
+.PHONY: setup book test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student dist clean
 
 setup: $(STAMP)
 
@@ -63,10 +63,15 @@ student: $(STAMP)
 	rm -rf _build/student
 	$(BIN)/python -m gpumodel.student _build/student $(NOTEBOOKS)
 
+## dist: a wheel of gpumodel with its data, into dist/ (pip install "dist/gpumodel-*.whl[charts]")
+dist: $(STAMP)
+	rm -rf dist build
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+
 ## bench: callback latency, sweep speed and import time into _build/bench.json
 bench: $(STAMP)
 	mkdir -p _build
 	$(BIN)/python -m gpumodel.bench _build/bench.json
 
 clean:
-	rm -rf _build
+	rm -rf _build dist build

@@ -81,3 +81,30 @@ def test_finite_result_names_the_arguments_and_silences_warnings():
         with pytest.raises(ValueError, match=r"top \(3,\), bottom \(2,\)"):
             ratio(np.ones(3), np.ones(2))
     assert ratio(1.0, 4.0) == 0.25
+
+
+def test_the_wheel_holds_the_package_and_its_data(tmp_path):
+    """`make dist`: one wheel with every module and data file, so `pip install` needs no clone."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(root / "gpumodel", src / "gpumodel",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", src / "pyproject.toml")
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                          "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(src)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("gpumodel-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = {f"gpumodel/data/{p.name}" for p in (root / "gpumodel" / "data").glob("*.csv")}
+    assert data <= names
+    modules = {str(p.relative_to(root)) for p in (root / "gpumodel").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert modules <= names, sorted(modules - names)
