@@ -26,6 +26,10 @@ TAG = "solution"
 #: MyST roles a reader copy resolves; any left in a reader's markdown is a placeholder.
 PLACEHOLDER = re.compile(r"\{(glue:text|glue|term|cite:p|cite:t|cite|ref|doc|numref|eq)\}`")
 _ROLE = re.compile(r"\{(glue:text|term|cite:p|cite:t|ref|doc)\}`([^`]*)`")
+#: Text for one medium only (Sphinx's ``only`` directive): the HTML build sets the "html" tag, so
+#: it keeps ``{only} html`` blocks and drops ``{only} jupyter`` ones; a reader copy does the reverse.
+_ONLY_HTML = re.compile(r"^```\{only\} html\n.*?^```\n*", re.M | re.S)
+_ONLY_JUPYTER = re.compile(r"^```\{only\} jupyter\n(.*?)^```", re.M | re.S)
 _CHAPTER_LINK = re.compile(r"\]\(([a-z_]+)(#[\w-]+)?\)")
 _LABEL = re.compile(r"^\(([\w-]+)\)=\s*\n#+\s+(.+)$", re.M)
 
@@ -120,6 +124,8 @@ def _explicit(body: str) -> tuple[str | None, str]:
 def resolve_markdown(text: str, values: dict) -> str:
     """Markdown with each glue, term, cite, ref and doc role replaced by what the HTML shows.
 
+    Blocks for the HTML page only (``{only} html``) go, and those for Jupyter
+    (``{only} jupyter``) lose their fence.
     ``values`` maps glued names to values (:func:`glue_values`); a format spec after the name
     (``{glue:text}`name:,.0f```) is applied with Python's :func:`format`. An unknown name is
     an error, so a reader never sees a placeholder.
@@ -147,6 +153,8 @@ def resolve_markdown(text: str, values: dict) -> str:
             return "; ".join(f"{who} ({year})" for who, year in cites)
         return "(" + "; ".join(f"{who}, {year}" for who, year in cites) + ")"
 
+    text = _ONLY_HTML.sub("", text)
+    text = _ONLY_JUPYTER.sub(lambda m: m.group(1).strip("\n"), text)
     text = _ROLE.sub(one, text)
     return _CHAPTER_LINK.sub(lambda m: m.group(0) if not (_book_dir() / (m.group(1) + ".ipynb"))
                              .exists() else f"]({m.group(1)}.ipynb{m.group(2) or ''})", text)

@@ -117,6 +117,7 @@ def test_reader_and_student_copies_hold_no_placeholder(path):
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 assert not student.PLACEHOLDER.search(cell.source), cell.source[:200]
+                assert "{only}" not in cell.source and "In this HTML page" not in cell.source
 
 
 def test_glued_numbers_are_formatted_as_the_html_formats_them():
