@@ -42,6 +42,9 @@ class SeedRow:
     #: The model was built to reproduce this number (the post's formula is lost and was
     #: reconstructed from its result), so agreement is ``reconstructed``, not ``match``.
     reconstructed: bool = False
+    #: What the table shows in the post's column when the post prints no number of its own
+    #: (``seed_value`` is then the value its words imply, which the status is computed from).
+    shown: str = ""
 
     def evaluate(self) -> dict:
         """The row with ``model_value`` computed now and its ``status``, one of :data:`STATUSES`.
@@ -57,7 +60,7 @@ class SeedRow:
             same = rounds_to(value, self.seed_value)
         status = ("reconstructed" if self.reconstructed else "match") if same else "differs"
         note = self.note_if_differs if status == "differs" else self.note
-        return {"id": self.id, "seed_value": self.seed_value, "model_value": value,
+        return {"id": self.id, "seed_value": self.shown or self.seed_value, "model_value": value,
                 "unit": self.unit, "source": self.source, "status": status, "note": note}
 
 

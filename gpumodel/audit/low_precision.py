@@ -35,7 +35,7 @@ ROWS = [
                  f"{hardware.get('RTX 4090').peak_flops('fp8') / (1000 * TFLOPS):.2f} PFLOPS.",
             note_if_differs="Compare with the RTX 4090's dense FP8 peak with FP16 accumulation."),
     SeedRow("low_precision.loss_scale", "1", _best_fp16_loss_scale,
-            "loss-scale factor", GUIDE_SRC,
+            "loss-scale factor", GUIDE_SRC, shown="at most 1 (implied)",
             note_if_differs="The post prints no number: it says loss scaling multiplies the loss 'by a small "
                             "number before backpropagating to prevent this gradient explosion', so its factor is "
                             "at most 1, the seed value here. That is backwards (Micikevicius et al. 2018): the "
