@@ -444,3 +444,141 @@ def pipeline_bubble(stages, microbatches, interleave=1, layers=None) -> dict:
 
 def _show_max(arr) -> str:
     return f"{float(np.max(arr)):g}"
+
+
+# --- today's parallelism: experts, sequences, activations ------------------------------------
+
+#: GPUs in one NVLink domain of a GB200 NVL72 rack: NVIDIA gives 1.8 TB/s per GPU (both
+#: directions, 900 GB/s each way, the "NVLink 5 (B200)" link) and 130 TB/s for the rack.
+NVL72_GPUS = 72
+
+
+@_checks.finite_result
+def moe_all_to_all_bytes(tokens, d_model, ranks, top_k=2, act_bytes=2.0):
+    """Bytes each GPU sends per mixture-of-experts layer, forward and backward, under expert parallelism.
+
+    Each of ``tokens`` tokens on a GPU goes to ``top_k`` experts, spread evenly over ``ranks``
+    GPUs, so (n-1)/n of its top_k x d_model activations leave the GPU in the dispatch
+    all-to-all and come back in the combine all-to-all; the backward pass sends the gradients
+    the same two ways: 4 x (n-1)/n x top_k x tokens x d_model x act_bytes. 0 for one GPU.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    t = _checks.positive("tokens", tokens)
+    d = _checks.positive_int("d_model", d_model)
+    n = _checks.positive_int("ranks", ranks)
+    k = _checks.positive_int("top_k", top_k)
+    b = _checks.positive("act_bytes", act_bytes)
+    return 4.0 * (n - 1) / n * k * t * d * b
+
+
+@_checks.finite_result
+def expert_parallel_intensity(d_ff, ranks, act_bytes=2.0, matrices=3):
+    """FLOP of the experts' matmuls per byte of their all-to-alls, forward and backward.
+
+    Per token and chosen expert the matmuls do 6 x ``matrices`` x d_model x d_ff FLOP
+    (2 forward and 4 backward per weight; a gated MLP has 3 matrices) against the
+    4 x (n-1)/n x d_model x act_bytes bytes of :func:`moe_all_to_all_bytes`: top_k and d_model
+    cancel, leaving 1.5 x matrices x d_ff / act_bytes x n / (n-1) FLOP per byte. Compare it with
+    the ratio of the GPU's FLOP/s to the link's bytes/s. ``ranks`` must be at least 2.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    f = _checks.positive_int("d_ff", d_ff)
+    n = _checks.positive_int("ranks", ranks)
+    if np.any(n < 2):
+        raise ValueError(f"ranks must be >= 2 (one GPU sends nothing; got {_show_min(n)})")
+    b = _checks.positive("act_bytes", act_bytes)
+    m = _checks.positive_int("matrices", matrices)
+    return 1.5 * m * f / b * n / (n - 1)
+
+
+@_checks.finite_result
+def moe_min_tokens_per_gpu(peak_flops, bandwidth, ranks, total_params, active_params,
+                           grad_bytes=FP32_GRAD_BYTES):
+    """The data-parallel tokens rule of :func:`min_tokens_per_gpu` for a mixture of experts replicated on every GPU.
+
+    The gradient all-reduce carries all ``total_params``, but the backward pass does 4 FLOP per
+    token only for the ``active_params`` a token uses, so the tokens per GPU needed to hide it
+    grow by total_params / active_params. ``active_params`` must not exceed ``total_params``.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    total = _checks.positive("total_params", total_params)
+    active = _checks.positive("active_params", active_params)
+    if np.any(active > total):
+        raise ValueError("active_params must be <= total_params (a token cannot use more "
+                         f"parameters than the model has; got {_show_max(active / total)} times)")
+    return min_tokens_per_gpu(peak_flops, bandwidth, ranks, grad_bytes) * total / active
+
+
+@_checks.finite_result
+def ring_attention_step_seconds(tokens_per_gpu, d_model, kv_dim, peak_flops, bandwidth,
+                                act_bytes=2.0, latency=0.0) -> dict:
+    """One step of ring attention for one layer's forward pass on one GPU, in seconds.
+
+    With a sequence split into blocks of c = ``tokens_per_gpu`` tokens over a ring of GPUs,
+    each GPU computes its query block against one key/value block per step, 4 c^2 d_model FLOP
+    (scores and their product with the values) at ``peak_flops``, while it passes that key and
+    value block on: 2 c ``kv_dim`` act_bytes bytes at ``bandwidth`` plus ``latency``
+    (kv_dim = d_model without grouped-query attention). Returns {"compute", "transfer"}.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    c = _checks.positive("tokens_per_gpu", tokens_per_gpu)
+    d = _checks.positive_int("d_model", d_model)
+    kv = _checks.positive_int("kv_dim", kv_dim)
+    f = _checks.positive("peak_flops", peak_flops)
+    w = _checks.positive("bandwidth", bandwidth)
+    b = _checks.positive("act_bytes", act_bytes)
+    alpha = _checks.non_negative("latency", latency)
+    return {"compute": 4.0 * c * c * d / f, "transfer": alpha + 2.0 * c * kv * b / w}
+
+
+@_checks.finite_result
+def ring_attention_min_tokens(d_model, kv_dim, peak_flops, bandwidth, act_bytes=2.0):
+    """Tokens per GPU above which ring attention hides its key/value transfers behind the attention math.
+
+    Where the two times of :func:`ring_attention_step_seconds` (without latency) are equal:
+    c = peak_flops / bandwidth x kv_dim x act_bytes / (2 d_model); for 16-bit values and
+    kv_dim = d_model this is Liu et al.'s block size F / B.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    d = _checks.positive_int("d_model", d_model)
+    kv = _checks.positive_int("kv_dim", kv_dim)
+    f = _checks.positive("peak_flops", peak_flops)
+    w = _checks.positive("bandwidth", bandwidth)
+    b = _checks.positive("act_bytes", act_bytes)
+    return f / w * kv * b / (2.0 * d)
+
+
+#: Recomputation choices of :func:`activation_memory`.
+RECOMPUTE = ("none", "selective", "full")
+
+
+@_checks.finite_result
+def activation_memory(seq_len, micro_batch, hidden, heads, tensor_parallel=1, recompute: str = "none",
+                      sequence_parallel: bool = False):
+    """Bytes of activations one transformer layer keeps per GPU for its backward pass (Korthikanti et al. 2022).
+
+    s = ``seq_len``, b = ``micro_batch`` sequences, h = ``hidden``, a = ``heads``, t =
+    ``tensor_parallel``; 16-bit activations, 1-byte dropout masks, a GPT-style layer (4h MLP,
+    attention scores stored): sbh(10 + 24/t + 5as/(ht)), or sbh(34/t + 5as/(ht)) with
+    ``sequence_parallel`` (t = 1: sbh(34 + 5as/h)). ``recompute="selective"`` recomputes the
+    attention scores, dropping the 5as/(ht) term (as FlashAttention does); ``"full"`` keeps only
+    the layer's 2sbh input.
+    Explained in :doc:`/book/parallelism` (section "Today's parallelism: experts, sequences, activations").
+    """
+    s = _checks.positive_int("seq_len", seq_len)
+    b = _checks.positive_int("micro_batch", micro_batch)
+    h = _checks.positive_int("hidden", hidden)
+    a = _checks.positive_int("heads", heads)
+    t = _checks.positive_int("tensor_parallel", tensor_parallel)
+    recompute = _checks.choice("recompute", recompute, RECOMPUTE)
+    sp = _checks.flag("sequence_parallel", sequence_parallel)
+    sbh = s * b * h
+    if recompute == "full":
+        return 2.0 * sbh * np.ones_like(t * a)
+    linear = 34.0 / t if sp else 10.0 + 24.0 / t
+    scores = 0.0 if recompute == "selective" else 5.0 * a * s / (h * t)
+    return sbh * (linear + scores)
+
+
+def _show_min(arr) -> str:
+    return f"{float(np.min(arr)):g}"

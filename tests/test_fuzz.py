@@ -290,6 +290,17 @@ REGISTRY: dict[str, dict | Entry] = {
     "parallelism.training_memory": dict(params=7e9, gpus=8, stage=3, param_bytes=2.0, grad_bytes=2.0,
                                         optimizer_bytes=12.0),
     "parallelism.pipeline_bubble": dict(stages=4, microbatches=8, interleave=2, layers=32),
+    "parallelism.moe_all_to_all_bytes": dict(tokens=4096, d_model=4096, ranks=8, top_k=2, act_bytes=2.0),
+    "parallelism.expert_parallel_intensity": dict(d_ff=14336, ranks=8, act_bytes=2.0, matrices=3),
+    "parallelism.moe_min_tokens_per_gpu": dict(peak_flops=989e12, bandwidth=450e9, ranks=8, total_params=47e9,
+                                               active_params=13e9, grad_bytes=4.0),
+    "parallelism.ring_attention_step_seconds": dict(tokens_per_gpu=8192, d_model=16384, kv_dim=1024,
+                                                    peak_flops=989e12, bandwidth=450e9, act_bytes=2.0,
+                                                    latency=5e-6),
+    "parallelism.ring_attention_min_tokens": dict(d_model=16384, kv_dim=1024, peak_flops=989e12, bandwidth=450e9,
+                                                  act_bytes=2.0),
+    "parallelism.activation_memory": dict(seq_len=8192, micro_batch=1, hidden=16384, heads=128, tensor_parallel=8,
+                                          recompute="selective", sequence_parallel=True),
     "measured.collectives": dict(prefix="nccl."),
     # --- brain --------------------------------------------------------------------------------
     "brain.estimate_terms": dict(reading="self-consistent", firing_rate=100.0, time_steps=4.0,
@@ -867,6 +878,8 @@ CHECKED_DICTS = {"kernels", "prices", "rates"}
 #: Parameters with a whole-number baseline that take fractions too, and why.
 FRACTIONAL_OK = {
     ("parallelism.tensor_parallel_bytes", "tokens"): "an average number of tokens per GPU",
+    ("parallelism.moe_all_to_all_bytes", "tokens"): "an average number of tokens per GPU",
+    ("parallelism.ring_attention_step_seconds", "tokens_per_gpu"): "a block length, continuous in the model",
     ("tensor_cores.k_step_cycles", "share_a"): "an average reuse of a strip through L2",
     ("tensor_cores.k_step_cycles", "share_b"): "an average reuse of a strip through L2",
     ("workloads.max_training_batch", "memory_bytes"): "a capacity in bytes, not a count",

@@ -279,3 +279,100 @@ def test_pipelining_never_loses_to_the_phases_in_a_row_without_latency(s, k, alp
 def test_buckets_must_be_whole(bad):
     with pytest.raises(ValueError, match="buckets"):
         par.hierarchical_all_reduce_seconds(1e9, 8, 2, 450e9, 50e9, buckets=bad)
+
+
+# --- today's parallelism: experts, sequences, activations ---------------------------------------
+
+def test_moe_all_to_all_worked_numbers():
+    # Mixtral on 8 GPUs, 4096 tokens per GPU, top-2, BF16: 4 x 7/8 x 2 x 4096 x 4096 x 2 bytes
+    assert par.moe_all_to_all_bytes(4096, 4096, 8, 2) == pytest.approx(4 * 7 / 8 * 2 * 4096 * 4096 * 2)
+    assert par.moe_all_to_all_bytes(4096, 4096, 1, 2) == 0
+    # gated experts: 4.5 d_ff / 2 bytes x n / (n-1)
+    assert par.expert_parallel_intensity(14336, 8) == pytest.approx(36864.0)
+    assert par.expert_parallel_intensity(2048, 64) == pytest.approx(4.5 * 1024 * 64 / 63)
+    assert par.expert_parallel_intensity(4096, 2, matrices=2) == pytest.approx(3 * 2048 * 2)
+
+
+def test_moe_tokens_rule_grows_with_total_over_active():
+    dense = par.min_tokens_per_gpu(989.4e12, 450e9, 8)
+    assert par.moe_min_tokens_per_gpu(989.4e12, 450e9, 8, 47e9, 13e9) == pytest.approx(dense * 47 / 13)
+    assert par.moe_min_tokens_per_gpu(989.4e12, 450e9, 8, 7e9, 7e9) == pytest.approx(dense)
+
+
+def test_ring_attention_matches_liu_et_al():
+    # Liu et al. 2023, Table 2: A100 over NVLink, 312 TFLOP/s and 300 GB/s, block of about 1K
+    assert par.ring_attention_min_tokens(4096, 4096, 312e12, 300e9) == pytest.approx(1040.0)
+    c = par.ring_attention_min_tokens(4096, 4096, 312e12, 300e9)
+    step = par.ring_attention_step_seconds(c, 4096, 4096, 312e12, 300e9)
+    assert step["compute"] == pytest.approx(step["transfer"])
+    # grouped-query attention: 8 KV heads of 128 against 16384 wide queries
+    assert par.ring_attention_min_tokens(16384, 1024, 989.4e12, 450e9) == pytest.approx(
+        989.4e12 / 450e9 / 16)
+    assert par.ring_attention_step_seconds(1, 8, 8, 1, 1, latency=1.0)["transfer"] == pytest.approx(33.0)
+
+
+def test_activation_memory_is_korthikanti_eq_1_and_table_2():
+    s, b, h, a = 2048, 1, 12288, 96  # GPT-3 175B
+    assert par.activation_memory(s, b, h, a) == pytest.approx(s * b * h * (34 + 5 * a * s / h))
+    t = 8
+    assert par.activation_memory(s, b, h, a, t) == pytest.approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert par.activation_memory(s, b, h, a, t, sequence_parallel=True) == pytest.approx(
+        s * b * h * (34 / t + 5 * a * s / (h * t)))
+    assert par.activation_memory(s, b, h, a, t, "selective") == pytest.approx(s * b * h * (10 + 24 / t))
+    assert par.activation_memory(s, b, h, a, t, "selective", True) == pytest.approx(s * b * h * 34 / t)
+    assert par.activation_memory(s, b, h, a, t, "full") == pytest.approx(2 * s * b * h)
+
+
+def test_llama3_case():
+    from gpumodel.explorations import parallelism as px
+    case = px.llama3_case(px.LLAMA3_TABLE4[0])
+    assert case["tokens"] == 64 * 32 * 8192
+    assert case["activations_gib"] * GiB == pytest.approx(126 * 8192 * 16384 * 34 / 8)
+    assert case["state_gib"] * GiB == pytest.approx(405e9 / 128 * (2 + 14 / 64))
+    assert case["bubble"] == pytest.approx(15 / 32)
+    assert 0 < case["mfu_bound"] < 1 and case["mfu_bound"] > case["mfu_reported"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 1 << 17), st.integers(1, 64), st.integers(1, 128), st.integers(1, 64),
+       st.sampled_from(["none", "selective", "full"]), st.booleans())
+def test_recomputation_never_keeps_more(s, b, heads, t, recompute, sp):
+    h = 128 * heads
+    keep = par.activation_memory(s, b, h, heads, t, recompute, sp)
+    assert 0 < keep <= par.activation_memory(s, b, h, heads, t, "none", False) * (1 + 1e-12)
+    assert par.activation_memory(s, b, h, heads, t, "full") <= keep * (1 + 1e-12) or t > 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1, 1e6), st.integers(1, 1 << 15), st.integers(1, 1 << 15),
+       st.floats(1e12, 1e16), st.floats(1e9, 1e13))
+def test_ring_attention_hides_above_its_threshold(c, d, kv, f, w):
+    step = par.ring_attention_step_seconds(c, d, kv, f, w)
+    above = c >= par.ring_attention_min_tokens(d, kv, f, w)
+    assert (step["compute"] >= step["transfer"] * (1 - 1e-9)) == above or np.isclose(
+        step["compute"], step["transfer"], rtol=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 1 << 17), st.integers(2, 4096), st.integers(1, 16))
+def test_expert_intensity_does_not_depend_on_top_k(f, n, k):
+    flops = 6 * 3 * k * 4096 * f * 1000
+    assert flops / par.moe_all_to_all_bytes(1000, 4096, n, k) == pytest.approx(
+        par.expert_parallel_intensity(f, n))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: par.moe_all_to_all_bytes(1e3, 4096, 0), "ranks"),
+    (lambda: par.moe_all_to_all_bytes(1e3, 4096, 8, top_k=0), "top_k"),
+    (lambda: par.expert_parallel_intensity(14336, 1), "ranks"),
+    (lambda: par.expert_parallel_intensity(0, 8), "d_ff"),
+    (lambda: par.moe_min_tokens_per_gpu(1e15, 1e11, 8, 1e9, 2e9), "active_params"),
+    (lambda: par.ring_attention_min_tokens(4096, 0, 1e15, 1e11), "kv_dim"),
+    (lambda: par.ring_attention_step_seconds(-1, 4096, 1024, 1e15, 1e11), "tokens_per_gpu"),
+    (lambda: par.activation_memory(2048, 1, 4096, 32, recompute="some"), "recompute"),
+    (lambda: par.activation_memory(2048, 1, 4096, 32, sequence_parallel=1), "sequence_parallel"),
+    (lambda: par.activation_memory(2048, 0, 4096, 32), "micro_batch"),
+])
+def test_bad_input_to_todays_models_is_refused(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -12,7 +12,8 @@ from ..units import GB, GiB
 #: Message sizes of the bus-bandwidth exploration, bytes (1 KB to 16 GB).
 MESSAGE_BYTES = 2.0 ** np.arange(10, 35)
 #: Links offered by the explorations.
-EXPLORE_LINKS = ("NVLink 4 (H100)", "NVLink 3 (A100)", "PCIe 4.0 x16", "InfiniBand NDR 4x")
+EXPLORE_LINKS = ("NVLink 4 (H100)", "NVLink 3 (A100)", "NVLink 5 (B200)", "PCIe 4.0 x16",
+                 "InfiniBand NDR 4x")
 
 
 def link_frame() -> pd.DataFrame:
@@ -53,7 +54,7 @@ BUS_BANDWIDTH = Exploration(
     name="bus_bandwidth",
     compute=bus_bandwidth,
     params=(Choice("link", "link", EXPLORE_LINKS, "NVLink 4 (H100)"),
-            Choice("ranks", "GPUs", (2, 8, 64), 8),
+            Choice("ranks", "GPUs", (2, 8, 64, parallelism.NVL72_GPUS), 8),
             Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=5,
                    integer=True)),
     chart=bus_bandwidth_chart,
@@ -278,6 +279,106 @@ def small_batch_intensity(batch, d=4096, accelerator="H100 SXM5", dtype="bf16") 
     acc = hardware.get(accelerator)
     return {"intensity": float(memory.arithmetic_intensity(batch, d, d, dtype)),
             "ridge": float(acc.ridge_point(dtype))}
+
+
+# --- today's parallelism: experts, sequences, activations -------------------------------------
+
+#: Mixtral 8x7B (Jiang et al. 2024, Table 1 and abstract): 8 experts, top-2, SwiGLU experts;
+#: "47B" parameters in all, "13B" active per token.
+MIXTRAL_8X7B = {"name": "Mixtral 8x7B", "layers": 32, "d_model": 4096, "d_ff": 14336, "experts": 8,
+                "top_k": 2, "total_params": 47e9, "active_params": 13e9}
+#: DeepSeek-V3 (DeepSeek-AI 2024, section 4.2): 61 layers, width 7168, 1 shared and 256 routed
+#: experts of width 2048, 8 routed experts per token, 671B parameters, 37B active; 64-way expert
+#: parallelism (section 3.2).
+DEEPSEEK_V3 = {"name": "DeepSeek-V3", "layers": 61, "d_model": 7168, "d_ff": 2048, "experts": 256,
+               "top_k": 8, "total_params": 671e9, "active_params": 37e9}
+#: Expert-parallel degree of each MoE model in :func:`moe_frame`: all of Mixtral's experts, one per
+#: GPU of an H100 node; DeepSeek-V3's 64-way expert parallelism.
+MOE_RANKS = {"Mixtral 8x7B": 8, "DeepSeek-V3": 64}
+
+
+def _ridges() -> dict:
+    """FLOP per byte of link: BF16 dense peak over per-direction bandwidth."""
+    h100 = hardware.get("H100 SXM5").peak_flops("bf16")
+    b200 = hardware.get("B200").peak_flops("bf16")
+    return {"H100, NVLink 4": h100 / parallelism.link("NVLink 4 (H100)").bandwidth,
+            "H100, NDR port": h100 / parallelism.link("InfiniBand NDR 4x").bandwidth,
+            "B200, NVLink 5": b200 / parallelism.link("NVLink 5 (B200)").bandwidth}
+
+
+def moe_frame() -> pd.DataFrame:
+    """Per MoE model: the experts' FLOP per all-to-all byte, the ridge of each link, and total / active parameters."""
+    rows = []
+    for model in (MIXTRAL_8X7B, DEEPSEEK_V3):
+        n = MOE_RANKS[model["name"]]
+        row = {"model": model["name"], "experts (top-k)": f"{model['experts']} ({model['top_k']})",
+               "EP GPUs": n,
+               "FLOP per all-to-all byte": float(parallelism.expert_parallel_intensity(model["d_ff"], n))}
+        for name, ridge in _ridges().items():
+            row[f"ridge {name}"] = ridge
+        row["total / active params"] = model["total_params"] / model["active_params"]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model").round(1)
+
+
+#: Llama 3 405B (Grattafiori et al. 2024, Table 3) and the two 8K-sequence rows of its Table 4:
+#: GPUs, TP, CP, PP, DP, sequence length, batch size per DP group (sequences), TFLOPs/GPU, MFU.
+LLAMA3_405B = {"params": 405e9, "layers": 126, "d_model": 16384, "d_ff": 53248, "heads": 128,
+               "kv_heads": 8}
+LLAMA3_TABLE4 = ({"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq": 8192, "batch_per_dp": 32,
+                  "tflops": 430, "mfu": 0.43},
+                 {"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq": 8192, "batch_per_dp": 16,
+                  "tflops": 400, "mfu": 0.41})
+
+
+def llama3_case(row: dict, grad_bytes: float = 2.0) -> dict:
+    """One Llama 3 405B configuration through the chapter's models, per GPU, on H100s.
+
+    Assumptions (the paper states none of them): one sequence per micro-batch, so
+    ``batch_per_dp`` micro-batches per step; 1F1B without interleaving; sequence parallelism
+    with FlashAttention (the selective-recomputation formula); BF16 gradient reduce-scatter and
+    weight all-gather over one 400 Gb/s port per GPU; tensor-parallel traffic on NVLink 4 at its
+    nominal rate, not overlapped. Weights stay gathered within a step (the paper's FSDP does not
+    reshard them), so the training state is ZeRO-2 over the DP group of the TP x PP shard.
+    """
+    model = LLAMA3_405B
+    h100 = hardware.get("H100 SXM5")
+    peak = h100.peak_flops("bf16")
+    shard = model["params"] / (row["tp"] * row["pp"])
+    state = parallelism.training_memory(shard, row["dp"], stage=2)["total"]
+    per_layer = parallelism.activation_memory(row["seq"], 1, model["d_model"], model["heads"], row["tp"],
+                                              "selective", sequence_parallel=True)
+    # 1F1B: the first stage keeps p micro-batches of its L/p layers in flight, L layers' worth
+    activations = model["layers"] * per_layer
+    tokens = row["dp"] * row["batch_per_dp"] * row["seq"]
+    compute = 6.0 * model["params"] * tokens / row["gpus"] / peak
+    bubble = parallelism.pipeline_bubble(row["pp"], row["batch_per_dp"])["of_compute"]
+    layers_per_stage = model["layers"] / row["pp"]
+    tp_bytes = layers_per_stage * 2 * parallelism.tensor_parallel_bytes(
+        row["batch_per_dp"] * row["seq"], model["d_model"], row["tp"])
+    tp = tp_bytes / parallelism.link("NVLink 4 (H100)").bandwidth
+    dp_bytes = parallelism.data_parallel_bytes(shard, row["dp"], grad_bytes)
+    dp = dp_bytes / parallelism.link("InfiniBand NDR 4x").bandwidth
+    exposed_dp = max(0.0, dp - 2.0 / 3.0 * compute)
+    step = compute * (1 + bubble) + float(tp) + exposed_dp
+    return {"state_gib": float(state) / GiB, "activations_gib": float(activations) / GiB,
+            "usable_gib": h100.usable_memory_bytes / GiB,
+            "tokens": tokens, "compute_s": compute, "bubble": float(bubble),
+            "tp_gb": float(tp_bytes) / GB, "tp_s": float(tp), "dp_gb": float(dp_bytes) / GB, "dp_s": float(dp),
+            "mfu_bound": compute / step, "mfu_reported": row["mfu"]}
+
+
+def llama3_frame() -> pd.DataFrame:
+    """:func:`llama3_case` for the two 8K-sequence rows of the paper's Table 4."""
+    rows = []
+    for row in LLAMA3_TABLE4:
+        case = llama3_case(row)
+        rows.append({"GPUs (DP)": f"{row['gpus']:,} ({row['dp']})",
+                     "state GiB": case["state_gib"], "activations GiB": case["activations_gib"],
+                     "compute at peak, s": case["compute_s"], "bubble / compute": case["bubble"],
+                     "TP all-reduces, s": case["tp_s"], "DP traffic, s": case["dp_s"],
+                     "MFU bound": case["mfu_bound"], "MFU reported": case["mfu_reported"]})
+    return pd.DataFrame(rows).set_index("GPUs (DP)").round(2)
 
 
 EXPLORATIONS = [BUS_BANDWIDTH, TP_VS_DP, ZERO_MEMORY, DP_SCALING]
