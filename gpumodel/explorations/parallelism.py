@@ -160,6 +160,11 @@ GPU_COUNTS = 2.0 ** np.arange(0, 13)
 NODE_GPUS = 8
 
 
+def buckets(nbytes):
+    """How many of DDP's 25 MiB buckets a gradient of ``nbytes`` fills (the last one partly)."""
+    return np.ceil(nbytes / parallelism.DDP_BUCKET_BYTES)
+
+
 def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
     """Data-parallel efficiency and speedup against GPU count on H100 nodes: a hierarchical
     all-reduce of ``grad_bytes`` per parameter, sent in DDP's 25 MiB buckets, pipelined."""
@@ -172,7 +177,7 @@ def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
     comm = parallelism.hierarchical_all_reduce_seconds(
         nbytes, g, nodes, parallelism.link("NVLink 4 (H100)").bandwidth,
         parallelism.link("InfiniBand NDR 4x").bandwidth, latency_us * 1e-6, latency_us * 1e-6,
-        buckets=np.ceil(nbytes / parallelism.DDP_BUCKET_BYTES))
+        buckets=buckets(nbytes))
     eff = parallelism.scaling_efficiency(compute, comm)
     return {"gpus": GPU_COUNTS, "efficiency": eff, "speedup": eff * GPU_COUNTS,
             "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
@@ -196,7 +201,7 @@ DP_SCALING = Exploration(
             Slider("mfu_pct", "MFU", 10, 70, 5, 40, unit="%", grid_step=30, integer=True),
             Slider("latency_us", "latency per ring step", 1, 30, 1, 5, unit="µs", grid_step=29,
                    integer=True),
-            Slider("grad_bytes", "bytes per gradient value", 2, 4, 2, 4, grid_step=2,
+            Slider("grad_bytes", "bytes per gradient value (2 BF16, 4 FP32)", 2, 4, 2, 4, grid_step=2,
                    integer=True)),
     chart=dp_scaling_chart,
     description="Line chart: data-parallel scaling efficiency (y, 0 to 1) against the number of GPUs "

@@ -124,6 +124,15 @@ def left_out_median(chapter: str | None = None, prefix: str = "") -> float:
     return float(pd.Series(errors).median())
 
 
+def left_out_error(chapter: str, id: str) -> float:
+    """The error (predicted / measured - 1) of one scored row predicted with its chip, or its
+    workload, left out of the fit."""
+    for r in validate.cross_validate(chapter):
+        if r["id"] == id:
+            return r["rel_error"]
+    raise ValueError(f"{id!r} is not a scored row of {chapter}")
+
+
 def cv_frame() -> pd.DataFrame:
     """Per chapter and overall: rows, how rows were left out, and the in-sample and left-out
     median and 90th percentile of |error| (``python -m gpumodel validate --cv``)."""
