@@ -322,6 +322,44 @@ def weight_bytes(weight_bits=16.0, layers=32, d_model=4096, d_ff=14336, heads=32
     return params * bits / 8.0
 
 
+@_checks.finite_result
+def prefill_flops(prompt, layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, vocab=128256):
+    """FLOP of the prefill pass over a prompt of ``prompt`` tokens: 2 N P + 2 L P^2 d.
+
+    2 N P for the weight matmuls (N from :func:`gpumodel.workloads.transformer_params` without
+    the input embedding, a table lookup; the output projection is counted for every prompt
+    token, an upper end: a server needs its logits only for the last one) and 2 L P^2 d for
+    causal attention (QK^T and the product with V, 2 P^2 d each per layer, half of them kept
+    by the mask). Defaults: Llama 3 8B; P = 2048: 3.18e13 FLOP.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
+    """
+    p = _checks.positive_int("prompt", prompt)
+    n = workloads.transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab,
+                                     input_embedding=False)
+    L, d = _checks.positive_int("layers", layers), _checks.positive_int("d_model", d_model)
+    return 2.0 * n * p + 2.0 * L * p * p * d
+
+
+@_checks.finite_result
+def time_to_first_token(prompt, flop_rate, bandwidth, weight_bits=16.0, layers=32, d_model=4096,
+                        d_ff=14336, heads=32, kv_heads=8, vocab=128256):
+    """Time to first token (TTFT) in seconds: the longer of prefill's compute and one read of the weights.
+
+    max(:func:`prefill_flops` / ``flop_rate``, :func:`weight_bytes` (no input embedding) /
+    ``bandwidth``), with ``flop_rate`` in FLOP/s (a share of the peak) and ``bandwidth`` in
+    bytes/s. The weights are read once for the whole prompt, so prefill's intensity is about
+    P FLOP per weight byte at 16 bits and the compute term wins once P passes the ridge point.
+    Queueing, tokenization and the key/value cache writes are not counted.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
+    """
+    rate = _checks.positive("flop_rate", flop_rate)
+    bw = _checks.positive("bandwidth", bandwidth)
+    compute = prefill_flops(prompt, layers, d_model, d_ff, heads, kv_heads, vocab) / rate
+    memory = weight_bytes(weight_bits, layers, d_model, d_ff, heads, kv_heads, vocab,
+                          input_embedding=False) / bw
+    return np.maximum(compute, memory)
+
+
 def _engine(engine) -> str:
     return _checks.choice("engine", engine, ENGINES)
 

@@ -238,3 +238,69 @@ def inference_memory_bytes(weight_bytes, kv_bytes_per_sequence, batch=1):
     w = _checks.positive("weight_bytes", weight_bytes)
     kv = _checks.non_negative("kv_bytes_per_sequence", kv_bytes_per_sequence)
     return w + _checks.positive_int("batch", batch) * kv
+
+
+#: Bits per parameter that QLoRA's quantization constants add with double quantization
+#: (Dettmers et al. 2023, section 3, "Double Quantization"): one 8-bit constant per block of
+#: 64 weights plus one 32-bit constant per 256 such constants, 8/64 + 32/(64 x 256) = 0.127
+#: (against 32/64 = 0.5 bits with one 32-bit constant per block).
+QLORA_CONSTANT_BITS = 8.0 / 64.0 + 32.0 / (64.0 * 256.0)
+#: Bits per weight of a QLoRA base model: 4-bit NormalFloat (NF4) plus its constants.
+QLORA_WEIGHT_BITS = 4.0 + QLORA_CONSTANT_BITS
+
+
+@_checks.finite_result
+def lora_params(d_in, d_out, rank):
+    """Trainable parameters of a LoRA adapter on one d_in x d_out weight matrix (count): rank (d_in + d_out).
+
+    LoRA (Hu et al. 2022, section 4.1) freezes W0 and trains B (d_out x r) and A (r x d_in),
+    adding BA to W0. 4096 x 4096 at rank 16: 131,072.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
+    """
+    d_in = _checks.positive_int("d_in", d_in)
+    d_out = _checks.positive_int("d_out", d_out)
+    return _checks.positive_int("rank", rank) * (d_in + d_out)
+
+
+@_checks.finite_result
+def decoder_lora_params(rank, layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8):
+    """LoRA parameters (count) with adapters of ``rank`` on all seven matrices of every decoder layer.
+
+    Per layer, :func:`lora_params` of the query and output projections (d x d), the key and
+    value projections (d x d kv_heads / heads) and the gated MLP's gate, up (d x d_ff) and down
+    (d_ff x d) matrices: rank (9 d + 2 d kv_heads / heads + 3 d_ff). Defaults: Llama 3 8B;
+    rank 16: 41,943,040.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
+    """
+    L = _checks.positive_int("layers", layers)
+    d = _checks.positive_int("d_model", d_model)
+    f = _checks.positive_int("d_ff", d_ff)
+    a = _checks.positive_int("heads", heads)
+    g = _checks.positive_int("kv_heads", kv_heads)
+    r = _checks.positive_int("rank", rank)
+    if np.any(d % a) or np.any(a % g):
+        raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
+    kv = d * g / a
+    # q and o (d + d each), k and v (d + kv each), gate and up (d + d_ff each), down (d_ff + d)
+    return L * r * (9.0 * d + 2.0 * kv + 3.0 * f)
+
+
+@_checks.finite_result
+def lora_memory_bytes(frozen_params, adapter_params, weight_bits=16.0, frozen_16bit_params=0.0,
+                      adapter_state_bytes=16.0):
+    """Memory of LoRA or QLoRA fine-tuning without activations, in bytes.
+
+    frozen_params x weight_bits / 8 (the frozen weights; 16 for LoRA,
+    :data:`QLORA_WEIGHT_BITS` for QLoRA's NF4 weights and constants) + frozen_16bit_params x 2
+    (frozen weights kept in 16 bits, such as embeddings) + adapter_params x
+    ``adapter_state_bytes`` (16: weights and gradients, FP32 master weights and Adam's two
+    moments, as in full mixed-precision training; the frozen weights have neither gradients
+    nor optimizer state). Activations, workspace and fragmentation are not counted.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
+    """
+    n = _checks.non_negative("frozen_params", frozen_params)
+    bits = _checks.in_range("weight_bits", weight_bits, 1.0, 32.0)
+    rest = _checks.non_negative("frozen_16bit_params", frozen_16bit_params)
+    a = _checks.non_negative("adapter_params", adapter_params)
+    state = _checks.positive("adapter_state_bytes", adapter_state_bytes)
+    return n * bits / 8.0 + 2.0 * rest + a * state

@@ -461,3 +461,76 @@ def test_graph_node_share_is_the_nodes_time_over_the_token():
     assert 0 < share < 1
     with pytest.raises(ValueError, match="row_id"):
         C.graph_node_share("lambda.resnet50.rtx4090")
+
+
+# --- today's buyer --------------------------------------------------------------------------------
+
+def test_prefill_counts_two_flop_per_weight_and_token_plus_causal_attention():
+    n = workloads.transformer_params(**workloads.LLAMA3_8B, input_embedding=False)
+    assert throughput.prefill_flops(2048) == pytest.approx(2 * n * 2048 + 2 * 32 * 2048**2 * 4096)
+    assert throughput.prefill_flops(2048) == pytest.approx(3.1839683e13, rel=1e-7)
+    assert throughput.prefill_flops(1, layers=1, d_model=8, d_ff=16, heads=2, kv_heads=1, vocab=10) == \
+        pytest.approx(2 * workloads.transformer_params(1, 8, 16, 2, 1, 10, input_embedding=False) + 2 * 8)
+
+
+def test_time_to_first_token_is_compute_for_long_prompts_and_the_weight_read_for_short():
+    w = throughput.weight_bytes(input_embedding=False)
+    assert throughput.time_to_first_token(2048, 8e14, 3.35e12) == pytest.approx(
+        throughput.prefill_flops(2048) / 8e14)
+    assert throughput.time_to_first_token(1, 8e14, 3.35e12) == pytest.approx(w / 3.35e12)
+    # intensity about P FLOP per weight byte at 16 bits
+    assert throughput.prefill_flops(2048) / w == pytest.approx(2121.25, abs=0.01)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(1, 32768), rate=st.floats(1e12, 2e15), bw=st.floats(1e11, 1e13))
+def test_ttft_grows_with_the_prompt_and_is_at_least_both_bounds(p, rate, bw):
+    t = throughput.time_to_first_token(p, rate, bw)
+    assert t >= throughput.prefill_flops(p) / rate * (1 - 1e-12)
+    assert t >= throughput.weight_bytes(input_embedding=False) / bw * (1 - 1e-12)
+    assert throughput.time_to_first_token(p + 1, rate, bw) >= t
+    assert np.isfinite(t)
+
+
+def test_lora_parameters_of_llama3_8b():
+    assert workloads.lora_params(4096, 4096, 16) == 131072
+    assert workloads.lora_params(14336, 4096, 8) == 8 * 18432
+    # rank 16 on all seven matrices of Llama 3 8B: 41,943,040 (PEFT's count for this setup)
+    assert workloads.decoder_lora_params(16) == 41943040
+    assert workloads.decoder_lora_params(1, layers=1, d_model=8, d_ff=16, heads=2, kv_heads=1) == \
+        9 * 8 + 2 * 4 + 3 * 16
+
+
+def test_qlora_constants_and_memory():
+    assert workloads.QLORA_CONSTANT_BITS == pytest.approx(0.126953125)
+    assert workloads.QLORA_WEIGHT_BITS == pytest.approx(4.126953125)
+    assert workloads.lora_memory_bytes(8e9, 4e7) == pytest.approx(16e9 + 6.4e8)
+    assert workloads.lora_memory_bytes(7e9, 4e7, 4.0, 1e9) == pytest.approx(3.5e9 + 2e9 + 6.4e8)
+    assert workloads.lora_memory_bytes(0.0, 0.0) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.floats(1e6, 1e12), a=st.floats(0, 1e9), bits=st.floats(1, 16), rank=st.integers(1, 512))
+def test_fewer_bits_and_lower_rank_never_need_more_memory(n, a, bits, rank):
+    assert workloads.lora_memory_bytes(n, a, bits) <= workloads.lora_memory_bytes(n, a, 16.0) * (1 + 1e-12)
+    assert workloads.decoder_lora_params(rank) == pytest.approx(rank * workloads.decoder_lora_params(1))
+    assert workloads.lora_memory_bytes(n, a) <= 16 * n + 16 * a
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: throughput.prefill_flops(0), "prompt"),
+    (lambda: throughput.prefill_flops(10.5), "prompt"),
+    (lambda: throughput.time_to_first_token(2048, -1.0, 3e12), "flop_rate"),
+    (lambda: throughput.time_to_first_token(2048, 1e15, 0.0), "bandwidth"),
+    (lambda: throughput.time_to_first_token(2048, 1e15, 3e12, weight_bits=40), "weight_bits"),
+    (lambda: workloads.lora_params(4096, 4096, 0), "rank"),
+    (lambda: workloads.lora_params(4096.5, 4096, 8), "d_in"),
+    (lambda: workloads.decoder_lora_params(8, kv_heads=3), "kv_heads"),
+    (lambda: workloads.lora_memory_bytes(-1.0, 1e6), "frozen_params"),
+    (lambda: workloads.lora_memory_bytes(1e9, 1e6, weight_bits=0.5), "weight_bits"),
+    (lambda: workloads.lora_memory_bytes(1e9, float("nan")), "adapter_params"),
+    (lambda: workloads.lora_memory_bytes(1e9, 1e6, adapter_state_bytes=0), "adapter_state_bytes"),
+])
+def test_bad_buyer_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
