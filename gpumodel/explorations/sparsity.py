@@ -424,8 +424,8 @@ SPARSE_MARLIN_RTX3090 = {"marlin": 4.0, "sparse_marlin": 5.3}
 # --- today's case ------------------------------------------------------------------------------
 
 #: WikiText perplexity (lower is better) of LLaMA-2 pruned one-shot to 50%, no retraining: the table
-#: of the Wanda README (locuslab/wanda @ 1317b0ba, "LLaMA-2 results"), by model and method. SparseGPT
-#: and magnitude were run by the Wanda authors with the same calibration.
+#: of the Wanda README (locuslab/wanda @ 1317b0ba, "LLaMA-2 results"), by model and method; its code
+#: implements all three methods (magnitude, Wanda, SparseGPT).
 LLAMA2_PRUNED_PERPLEXITY = {
     "dense": {"7B": 5.12, "13B": 4.57, "70B": 3.12},
     "unstructured 50%, SparseGPT": {"7B": 6.51, "13B": 5.63, "70B": 3.98},
