@@ -397,6 +397,39 @@ def training_gemm_speedup(forward_speedup, sparse_passes=2):
     return 3.0 / (p / s + (3.0 - p))
 
 
+@_checks.finite_result
+def weight_read_rate(weight_bytes, tokens_per_second):
+    """Bytes per second a decoder reads from its weights alone, in bytes/s: weight_bytes x tokens/s.
+
+    At batch 1 every generated token reads every weight once, so a measured decoding speed and the
+    model's weight bytes give the bandwidth the weights alone consumed (KV cache, activations and
+    any re-reads left out: a lower bound on the DRAM traffic). Compared with the card's bandwidth
+    it says how near the run came to its memory roof.
+    Explained in :doc:`/book/sparsity` (section "Measured reality").
+    """
+    size = _checks.positive("weight_bytes", weight_bytes)
+    rate = _checks.positive("tokens_per_second", tokens_per_second)
+    size, rate = np.broadcast_arrays(size, rate)
+    out = size * rate
+    return out if out.ndim else float(out)
+
+
+@_checks.finite_result
+def accuracy_recovery(dense_score, sparse_score):
+    """A pruned model's benchmark score as a share of its dense model's, in percent (100 = all kept).
+
+    The measure model cards of sparse LLMs quote ("accuracy recovery"): sparse score over dense
+    score, both averages of the same benchmarks where higher is better. Not for perplexity, where
+    lower is better.
+    Explained in :doc:`/book/sparsity` (section "Today's case: sparsity in current LLMs").
+    """
+    dense = _checks.positive("dense_score", dense_score)
+    sparse = _checks.non_negative("sparse_score", sparse_score)
+    dense, sparse = np.broadcast_arrays(dense, sparse)
+    out = 100.0 * sparse / dense
+    return out if out.ndim else float(out)
+
+
 # --- accuracy ---------------------------------------------------------------------------------
 
 @_checks.finite_result

@@ -257,6 +257,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "sparsity.sparse_ridge_point": dict(peak_flops=312e12, bandwidth=2.039e12),
     "sparsity.step_speedup": dict(gemm_speedup=1.4, sparse_fraction=0.3),
     "sparsity.training_gemm_speedup": dict(forward_speedup=1.4, sparse_passes=2),
+    "sparsity.weight_read_rate": dict(weight_bytes=4.22e9, tokens_per_second=180.8),
+    "sparsity.accuracy_recovery": dict(dense_score=63.19, sparse_score=62.16),
     "sparsity.magnitude_mask": dict(a=A8, density=0.5),
     "sparsity.pruning_loss": dict(a=A8, b=B8, method="2:4"),
     "sparsity.random_matrix": dict(rows=8, cols=8, tail_df=3.0, seed=1),

@@ -219,6 +219,12 @@ def test_sparse_speedup_is_between_one_and_two(m, k, n, efficiency, overhead):
     (lambda: sp.random_matrix(10**5, 10**5), "elements"),
     (lambda: sp.train("pruned"), "method"),
     (lambda: sp.train(density=0), "density"),
+    (lambda: sp.weight_read_rate(0.0, 100.0), "weight_bytes"),
+    (lambda: sp.weight_read_rate(4e9, -1.0), "tokens_per_second"),
+    (lambda: sp.weight_read_rate("4e9", 1.0), "weight_bytes"),
+    (lambda: sp.accuracy_recovery(0.0, 50.0), "dense_score"),
+    (lambda: sp.accuracy_recovery(60.0, -1.0), "sparse_score"),
+    (lambda: sp.accuracy_recovery(float("nan"), 50.0), "dense_score"),
 ])
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
@@ -293,3 +299,67 @@ def test_magnitude_mask_keeps_the_largest_with_earlier_ties(a, density):
     expected = np.zeros(a.size, bool)
     expected[order] = True
     assert np.array_equal(sp.magnitude_mask(a, density), expected.reshape(a.shape))
+
+
+# --- issue 22: decode bandwidth, accuracy recovery, today's case -------------------------------
+
+def test_weight_read_rate_exact():
+    # torchao's table: int4wo-64, 4.22 GB at 180.80 tokens/s -> about 763 GB/s.
+    assert sp.weight_read_rate(4.22e9, 180.80) == pytest.approx(762.976e9)
+    assert sp.weight_read_rate(3.05e9, 226.02) == pytest.approx(689.361e9)
+    assert sp.weight_read_rate([1.0, 2.0], 3.0).tolist() == [3.0, 6.0]
+
+
+def test_accuracy_recovery_exact():
+    # Sparse-Llama-3.1-8B-2of4's model card: 62.16 of 63.19 is "98.37%".
+    assert round(sp.accuracy_recovery(63.19, 62.16), 2) == 98.37
+    assert round(sp.accuracy_recovery(55.34, 53.85), 1) == 97.3
+    assert sp.accuracy_recovery(50.0, 50.0) == 100.0
+
+
+@given(st.floats(1e-3, 1e12), st.floats(1e-3, 1e6), st.floats(1.01, 100))
+def test_weight_read_rate_scales_with_both(size, rate, factor):
+    base = sp.weight_read_rate(size, rate)
+    assert sp.weight_read_rate(size * factor, rate) == pytest.approx(factor * base)
+    assert sp.weight_read_rate(size, rate * factor) == pytest.approx(factor * base)
+
+
+@given(st.floats(1e-3, 1e3), st.floats(0, 1e3))
+def test_accuracy_recovery_is_100_at_parity_and_monotone(dense, sparse):
+    assert sp.accuracy_recovery(dense, dense) == pytest.approx(100.0)
+    assert sp.accuracy_recovery(dense, sparse + 1.0) > sp.accuracy_recovery(dense, sparse)
+
+
+def test_decode_speedup_is_bytes_times_bandwidth_ratio():
+    from gpumodel.explorations import sparsity as sx
+    roof = sx.decode_roof_frame()
+    read = roof["weights read (GB/s)"]
+    assert read["BF16 (dense)"] == pytest.approx(15.01 * 95.64, abs=0.1)
+    assert roof.loc["BF16 (dense)", "share of bandwidth"] > 0.6
+    assert (roof["share of bandwidth"].iloc[1:] < 0.4).all()
+    measured = sx.measured_frame().loc["Llama-3-8B decode, int4 (+2:4)", "measured"]
+    ratio = sx.decode_model() * read.iloc[2] / read.iloc[1]
+    assert ratio == pytest.approx(measured, abs=2e-3)
+
+
+def test_step_column_is_the_model_and_the_borrowed_one_is_labelled():
+    from gpumodel.explorations import sparsity as sx
+    frame = sx.measured_frame()
+    step = frame.loc["SAM ViT-L training step"]
+    assert step["model"] == pytest.approx(sp.step_speedup(1.5, sx.vit_step_share()), abs=1e-3)
+    assert float(step["with measured layers"]) == pytest.approx(sx.vit_step_model(), abs=1e-3)
+    assert step["model"] > float(step["with measured layers"])
+
+
+def test_todays_case_data():
+    from gpumodel.explorations import sparsity as sx
+    frame = sx.llm_pruning_frame()
+    assert frame.loc["2:4, SparseGPT", "7B"] == 10.17
+    assert frame.loc["2:4, Wanda", "70B"] == 5.16
+    # one-shot 2:4 always costs more perplexity than unstructured 50% of the same method
+    for method in ("SparseGPT", "Wanda"):
+        assert (frame.loc[f"2:4, {method}", ["7B", "13B", "70B"]]
+                > frame.loc[f"unstructured 50%, {method}", ["7B", "13B", "70B"]]).all()
+    assert round(sx.sparse_llama_recovery(), 2) == 98.37
+    assert sx.hopper_fp8_speedups()["latency"] == pytest.approx(1 / 0.7)
+    assert sx.hopper_fp8_decode_bound() == pytest.approx(1.6)

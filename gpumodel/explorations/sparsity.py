@@ -328,10 +328,18 @@ def vit_step_share(batch: int = 8) -> float:
 
 
 def vit_step_model() -> float:
-    """Amdahl's law on the SAM ViT-L step: the MLP share at the microbenchmark's measured speed-up."""
+    """Amdahl's law on the SAM ViT-L step: the MLP share at the microbenchmark's measured speed-up.
+
+    Not the chapter's prediction (:func:`vit_step_prediction`): it borrows the measured layers.
+    """
     dense = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.dense") for x in ("fc1", "fc2"))
     sparse = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.sparse") for x in ("fc1", "fc2"))
     return float(workloads.amdahl_speedup(dense / sparse, vit_step_share()))
+
+
+def vit_step_prediction() -> float:
+    """The chapter's prediction for the SAM ViT-L step: Amdahl's law at the model's layer speed-up."""
+    return float(sparsity.step_speedup(vit_mlp_model(), vit_step_share()))
 
 
 def decode_model() -> float:
@@ -341,28 +349,131 @@ def decode_model() -> float:
 
 
 def measured_frame() -> pd.DataFrame:
-    """Every published 2:4 speed-up of the chapter next to the model's."""
+    """Every published 2:4 speed-up of the chapter next to the model's, and what the model is.
+
+    ``model`` is always the chapter's own prediction; for the decoding case it is an upper bound
+    (the ratio of bytes read per token). ``model is`` names which; ``with measured layers`` gives,
+    for the SAM step only, Amdahl's law fed the measured layer speed-ups instead of the model's.
+    """
+    step = "SAM ViT-L training step"
     rows = [
         ("FP16 GEMM 3072 x 10240 x 3072", "GEMM",
          _ratio("sparse.linear_3072x10240x3072.a100_80.dense",
                 "sparse.linear_3072x10240x3072.a100_80.sparse"),
-         a100_gemm_model(3072, 10240, 3072)),
+         a100_gemm_model(3072, 10240, 3072), "roofline"),
         ("ViT-L MLP fc1, fwd + bwd", "layer",
          _ratio("sparse.vitl_fc1.a100_80.dense", "sparse.vitl_fc1.a100_80.sparse"),
-         vit_mlp_model()),
+         vit_mlp_model(), "roofline, 2 of 3 GEMMs sparse"),
         ("ViT-L MLP fc2, fwd + bwd", "layer",
          _ratio("sparse.vitl_fc2.a100_80.dense", "sparse.vitl_fc2.a100_80.sparse"),
-         vit_mlp_model()),
-        ("SAM ViT-L training step", "step",
+         vit_mlp_model(), "roofline, 2 of 3 GEMMs sparse"),
+        (step, "step",
          _ratio("sparse.vitl_step.a100_80.dense", "sparse.vitl_step.a100_80.sparse"),
-         vit_step_model()),
+         vit_step_prediction(), "Amdahl, model's layers"),
         ("Llama-3-8B decode, int4 (+2:4)", "step",
          _ratio("sparse.llama3_8b.a100_80.int4", "sparse.llama3_8b.a100_80.int4_sparse", True),
-         decode_model()),
+         decode_model(), "upper bound: ratio of bytes"),
     ]
-    frame = pd.DataFrame(rows, columns=["case", "scope", "measured", "model"])
+    frame = pd.DataFrame(rows, columns=["case", "scope", "measured", "model", "model is"])
     frame["measured / model"] = frame["measured"] / frame["model"]
-    return frame.set_index("case").round(3)
+    frame = frame.set_index("case").round(3)
+    frame["with measured layers"] = ["" if case != step else f"{vit_step_model():.3f}"
+                                     for case in frame.index]
+    return frame
+
+
+#: The BF16 Llama-3-8B decoding row on the same A100 (torchao's generate.py), and its weight size in
+#: GB as the row's detail states it (model_size_GB=, embeddings excluded, as for the 4-bit sizes).
+DECODE_BF16_ROW = "aodecode.llama3_8b.a100_80.bf16"
+
+
+def _detail_number(row_id: str, key: str) -> float:
+    row = next(r for r in measured.measurements(row_id) if r["id"] == row_id)
+    return float(row["detail"].split(f"{key}=")[1].split(";")[0].split()[0])
+
+
+def decode_roof_frame() -> pd.DataFrame:
+    """Llama-3-8B decoding on the A100 80GB: the bandwidth each run's weights alone consumed.
+
+    GB/s = weight GB x tokens/s (:func:`gpumodel.sparsity.weight_read_rate`); the share is of the
+    A100's bandwidth from the hardware table. BF16 from ``aodecode.``, the two 4-bit runs from
+    ``sparse.llama3_8b.``.
+    """
+    bandwidth = hardware.get("A100 SXM4 80GB").bandwidth
+    runs = (("BF16 (dense)", DECODE_BF16_ROW, _detail_number(DECODE_BF16_ROW, "model_size_GB")),
+            ("int4, tinygemm", "sparse.llama3_8b.a100_80.int4",
+             measured.measurement("sparse.llama3_8b.int4.size")),
+            ("int4 + 2:4, Sparse-Marlin", "sparse.llama3_8b.a100_80.int4_sparse",
+             measured.measurement("sparse.llama3_8b.int4_sparse.size")))
+    rows = []
+    for label, row_id, size in runs:
+        tokens = measured.measurement(row_id)
+        read = sparsity.weight_read_rate(size * 1e9, tokens)
+        rows.append({"run": label, "tokens/s": tokens, "weights (GB)": size,
+                     "weights read (GB/s)": round(read / 1e9, 1),
+                     "share of bandwidth": round(read / bandwidth, 3)})
+    return pd.DataFrame(rows).set_index("run")
+
+
+#: Sparse-Marlin's README (IST-DASLab/Sparse-Marlin @ 5b04bf2c), RTX 3090, one large matrix, group
+#: size 128: dense Marlin keeps "close-to-ideal 4x" over FP16 up to batch 16, Sparse-Marlin
+#: "near-optimal speedups of around 5.3x". Kernel speed-ups over an FP16 GEMM, read from its prose.
+SPARSE_MARLIN_RTX3090 = {"marlin": 4.0, "sparse_marlin": 5.3}
+
+
+# --- today's case ------------------------------------------------------------------------------
+
+#: WikiText perplexity (lower is better) of LLaMA-2 pruned one-shot to 50%, no retraining: the table
+#: of the Wanda README (locuslab/wanda @ 1317b0ba, "LLaMA-2 results"), by model and method; its code
+#: implements all three methods (magnitude, Wanda, SparseGPT).
+LLAMA2_PRUNED_PERPLEXITY = {
+    "dense": {"7B": 5.12, "13B": 4.57, "70B": 3.12},
+    "unstructured 50%, SparseGPT": {"7B": 6.51, "13B": 5.63, "70B": 3.98},
+    "unstructured 50%, Wanda": {"7B": 6.42, "13B": 5.56, "70B": 3.98},
+    "2:4, magnitude": {"7B": 54.59, "13B": 8.33, "70B": 6.33},
+    "2:4, SparseGPT": {"7B": 10.17, "13B": 8.32, "70B": 5.40},
+    "2:4, Wanda": {"7B": 11.02, "13B": 8.27, "70B": 5.16},
+}
+
+#: Sparse-Llama-3.1-8B-2of4 (Neural Magic model card, 2024-11-20): every linear of the transformer
+#: blocks pruned to 2:4 with SparseGPT, then trained with knowledge distillation for 13B tokens.
+#: Average scores (higher is better), dense Llama-3.1-8B against the sparse model.
+SPARSE_LLAMA31_8B = {"Open LLM Leaderboard v1": (63.19, 62.16),
+                     "Mosaic Eval Gauntlet v0.3": (55.34, 53.85),
+                     "distillation tokens": 13e9}
+
+#: Neural Magic, "2:4 Sparse Llama FP8: SOTA Performance for NVIDIA Hopper GPUs" (2024-12-18), vLLM
+#: with CUTLASS sparse FP8 kernels, its summary: "an average of 30% lower latency and 20% higher
+#: throughput from sparsity alone on NVIDIA Hopper GPUs" (2:4 Sparse Llama 3.1 8B in FP8 against
+#: its dense FP8 counterpart; the per-scenario numbers are in its charts, not read here).
+HOPPER_FP8_SPARSE = {"latency_cut": 0.30, "throughput_gain": 0.20}
+
+
+def llm_pruning_frame() -> pd.DataFrame:
+    """:data:`LLAMA2_PRUNED_PERPLEXITY` as a table, with each perplexity over the dense model's."""
+    frame = pd.DataFrame(LLAMA2_PRUNED_PERPLEXITY).T
+    frame.index.name = "LLaMA-2, WikiText perplexity"
+    ratio = frame / frame.loc["dense"]
+    for size in ("7B", "70B"):
+        frame[f"{size} / dense"] = ratio[size].round(2)
+    return frame
+
+
+def sparse_llama_recovery(benchmark: str = "Open LLM Leaderboard v1") -> float:
+    """Sparse-Llama-3.1-8B-2of4's score as a percentage of dense Llama-3.1-8B's on ``benchmark``."""
+    dense, sparse = SPARSE_LLAMA31_8B[benchmark]
+    return float(sparsity.accuracy_recovery(dense, sparse))
+
+
+def hopper_fp8_speedups() -> dict:
+    """:data:`HOPPER_FP8_SPARSE` as speed-ups: 1 / (1 - latency cut), 1 + throughput gain."""
+    return {"latency": 1.0 / (1.0 - HOPPER_FP8_SPARSE["latency_cut"]),
+            "throughput": 1.0 + HOPPER_FP8_SPARSE["throughput_gain"]}
+
+
+def hopper_fp8_decode_bound() -> float:
+    """The byte-ratio bound of a weight-bound decode step with FP8 weights made 2:4: 1 / c(fp8)."""
+    return float(1.0 / sparsity.compressed_fraction("fp8"))
 
 
 #: BERT-base (Devlin et al. 2019): 12 layers, width 768, feed-forward 3072; the tutorial pads
