@@ -534,3 +534,21 @@ def test_fewer_bits_and_lower_rank_never_need_more_memory(n, a, bits, rank):
 def test_bad_buyer_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_fp8_shares_count_what_the_step_executes():
+    from gpumodel.explorations import choosing_a_gpu as cgx
+    s = cgx.fp8_linear_shares("H100 SXM5")
+    # the converted GEMMs do most of the executed FLOP but take less of the time than that
+    assert 0.75 < s["flop_share"] < 0.9
+    assert 0 < s["time_share"] < s["flop_share"]
+
+
+def test_prefill_reaches_the_ridge_where_the_gemm_intensity_does():
+    from gpumodel import memory
+    from gpumodel.explorations import choosing_a_gpu as cgx
+    p = cgx.prefill_ridge_tokens("H100 SXM5", 4096, 1024)
+    ridge = hardware.get("H100 SXM5").ridge_point("bf16")
+    below = memory.arithmetic_intensity(np.floor(p), 4096, 1024, "bf16")
+    above = memory.arithmetic_intensity(np.ceil(p), 4096, 1024, "bf16")
+    assert below < ridge <= above

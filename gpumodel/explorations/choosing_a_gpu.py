@@ -8,7 +8,7 @@ import pandas as pd
 from .. import (calibration, charts, cost, hardware, measured, memory, throughput, validate,
                workloads)
 from ..explore import Choice, Exploration, Slider
-from ..units import GB, GiB
+from ..units import GB, GiB, dtype_bytes
 
 #: Cards drawn in the decoding exploration.
 DECODE_CARDS = ("RTX 4090", "RTX 5090", "A100 SXM4 80GB", "H100 SXM5", "B200")
@@ -615,3 +615,26 @@ def llm_train_frame() -> pd.DataFrame:
                     "model (tokens/s)": f"{r['predicted']:,.0f}",
                     "error": f"{r['rel_error']:+.0%}", "MFU": f"{mfu:.0%}"})
     return pd.DataFrame(out).set_index("run")
+
+
+def fp8_linear_shares(accelerator: str = "H100 SXM5") -> dict:
+    """Of a Llama 3 8B pre-training step as compiled (flash attention, recomputation), the share
+    of the executed FLOP and of the modelled time in the GEMMs that float8 training converts:
+    every weight GEMM but the output projection, which torchtitan keeps in BF16."""
+    kernels = throughput.llm_train_kernels(1, fused=True)
+    acc = hardware.get(accelerator)
+    seconds = throughput.kernel_times(kernels, [acc], engine="compiled")[:, 0]
+    flops = np.asarray(kernels["flops"], float) * np.asarray(kernels["launches"], float)
+    fp8 = np.array([kind == "gemm" and not name.startswith("output projection")
+                    for name, kind in zip(kernels["kernel"], kernels["kind"])])
+    return {"flop_share": float(flops[fp8].sum() / flops.sum()),
+            "time_share": float(seconds[fp8].sum() / seconds.sum())}
+
+
+def prefill_ridge_tokens(accelerator: str, k: int, n: int, dtype: str = "bf16") -> float:
+    """Prompt tokens from which a (tokens x k) @ (k x n) 16-bit GEMM, counting its activations
+    too, reaches the card's ridge point: P >= R b k n / (2 k n - R b (k + n))."""
+    acc = hardware.get(accelerator)
+    ridge = acc.ridge_point(dtype)
+    b = dtype_bytes(dtype)
+    return float(ridge * b * k * n / (2 * k * n - ridge * b * (k + n)))
