@@ -154,3 +154,13 @@ def test_reader_command_writes_every_chapter_and_the_glossary(tmp_path):
     assert run.returncode == 0, run.stderr
     assert {p.name for p in out.glob("*.ipynb")} == {p.name for p in NOTEBOOKS}
     assert (out / "glossary.md").exists()
+
+
+def test_the_guide_numbers_sessions_as_the_book_numbers_chapters():
+    """Chapter N of the HTML book is session N of the instructor guide."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = next(p for p in toc["parts"] if p.get("numbered"))
+    chapters = [c["file"].split("/")[-1] for c in numbered["chapters"]]
+    assert chapters == [chapter for _, chapter, _ in student.SESSIONS]
