@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student dist clean
+.PHONY: setup book book-student test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student dist clean
 
 setup: $(STAMP)
 
@@ -57,6 +57,14 @@ outputs: $(STAMP)
 	  --ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
 	$(BIN)/python tools/tag_solutions.py $(NOTEBOOKS)
 	$(BIN)/python tools/clean_notebooks.py $(NOTEBOOKS)
+
+## book-student: the student edition of the HTML book, without solutions, into _build/student-html
+book-student: $(STAMP)
+	rm -rf _build/student-html
+	$(BIN)/python -m gpumodel.student --book _build/student-src
+	cd _build/student-src && GPUMODEL_BOOK=1 $(abspath $(BIN))/jupyter-book build . \
+	  --warningiserror --nitpick --keep-going
+	mv _build/student-src/_build/html _build/student-html
 
 ## student: each chapter without its solutions and outputs, into _build/student (to hand out)
 student: $(STAMP)

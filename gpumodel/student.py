@@ -10,7 +10,9 @@ open these copies (``_build/reader/``). Student notebooks are reader copies with
 tagged "solution" (``tools/tag_solutions.py`` tags them, nbgrader-style) and without outputs,
 using nbconvert's ``TagRemovePreprocessor`` and ``ClearOutputPreprocessor``.
 ``make student`` writes them to ``_build/student/``; the book build copies them next to each
-chapter page. ``python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...``.
+chapter page. ``make book-student`` builds the HTML book without solutions from the sources
+:func:`write_student_book` writes. ``python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...``
+or ``python -m gpumodel.student --book OUTDIR``.
 Explained in :doc:`/book/instructor_guide`.
 """
 from __future__ import annotations
@@ -219,6 +221,45 @@ def write_readers(out_dir: str | Path, notebooks) -> list[Path]:
     return written
 
 
+def solutionless_notebook(path: str | Path):
+    """The notebook at ``path`` without its cells tagged "solution"; markup and outputs kept.
+
+    What the student edition of the HTML book builds from. Explained in :doc:`/book/instructor_guide`.
+    """
+    import nbformat
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    nb = nbformat.read(str(path), as_version=4)
+    remove = TagRemovePreprocessor(remove_cell_tags={TAG}, enabled=True)
+    nb, _ = remove.preprocess(nb, {})
+    return nb
+
+
+def write_student_book(out_dir: str | Path) -> Path:
+    """A copy of the book's sources in ``out_dir`` whose chapters hold no solution: ``make
+    book-student`` builds the student edition of the HTML from it. Returns ``out_dir``.
+
+    Explained in :doc:`/book/instructor_guide`.
+    """
+    import shutil
+
+    import nbformat
+
+    root = _book_dir().parent
+    out = Path(out_dir)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(root / name, out / name)
+    shutil.copytree(root / "_static", out / "_static")
+    shutil.copytree(_book_dir(), out / "book",
+                    ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
+    for path in sorted(_book_dir().glob("*.ipynb")):
+        nbformat.write(solutionless_notebook(path), str(out / "book" / path.name))
+    return out
+
+
 def write(out_dir: str | Path, notebooks) -> list[Path]:
     """Write the student version of every notebook with exercises into ``out_dir``; the paths written."""
     import nbformat
@@ -236,6 +277,9 @@ def write(out_dir: str | Path, notebooks) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--book"] and len(argv) == 2:
+        print(f"wrote the student edition's sources to {write_student_book(argv[1])}")
+        return 0
     reader = bool(argv) and argv[0] == "--reader"
     argv = argv[1:] if reader else argv
     if len(argv) < 2:

@@ -164,3 +164,15 @@ def test_the_guide_numbers_sessions_as_the_book_numbers_chapters():
     numbered = next(p for p in toc["parts"] if p.get("numbered"))
     chapters = [c["file"].split("/")[-1] for c in numbered["chapters"]]
     assert chapters == [chapter for _, chapter, _ in student.SESSIONS]
+
+
+def test_the_student_edition_sources_hold_no_solution(tmp_path):
+    out = student.write_student_book(tmp_path / "src")
+    assert (out / "_config.yml").exists() and (out / "_toc.yml").exists()
+    assert (out / "book" / "bib").is_dir() and (out / "book" / "glossary.md").exists()
+    for path in CHAPTERS:
+        nb = nbformat.read(str(out / "book" / path.name), as_version=4)
+        text = "\n".join(c.source for c in nb.cells)
+        assert "{solution" not in text
+        assert not any(_tagged(c) for c in nb.cells)
+        assert "{glue:text}" in text  # the HTML build resolves the markup itself
