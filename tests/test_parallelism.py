@@ -398,3 +398,16 @@ def test_expert_intensity_does_not_depend_on_top_k(f, n, k):
 def test_bad_input_to_todays_models_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_bucket_times_rebuild_dp_scaling():
+    from gpumodel.explorations import parallelism as px
+    run = px.dp_scaling(7, 1024, 40, 5, 2)
+    at = list(run["gpus"]).index(64)
+    t = px.bucket_times(7, 64, 5, 2)
+    k = px.buckets(2 * 7e9)
+    pipelined = k * max(t["nvlink_us"], t["network_us"]) + min(t["nvlink_us"], t["network_us"])
+    assert run["comm_ms"][at] == pytest.approx(pipelined / 1e3)
+    # 2 x 7 ring steps of 5 µs on NVLink
+    assert t["nvlink_latency_us"] == pytest.approx(70.0)
+    assert px.bucket_times(7, 64, 0, 2)["nvlink_latency_us"] == 0.0

@@ -183,6 +183,32 @@ def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
             "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
 
 
+def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
+    """One DDP bucket's two times in :func:`dp_scaling`'s pipelined hierarchical all-reduce, µs.
+
+    ``nvlink_us``: the reduce-scatter and all-gather inside the node, which share the NVLink
+    links; ``network_us``: the faster of a ring and a tree across the nodes on each GPU's 1/g
+    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The busier of the two
+    sets the pace of the pipeline over the buckets.
+    Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
+    """
+    nbytes = grad_bytes * params_b * 1e9
+    piece = nbytes / buckets(nbytes)
+    g = min(gpus, NODE_GPUS)
+    nodes = max(gpus // NODE_GPUS, 1)
+    alpha = latency_us * 1e-6
+    nv = parallelism.link("NVLink 4 (H100)").bandwidth
+    net = parallelism.link("InfiniBand NDR 4x").bandwidth
+    inside = sum(parallelism.collective_seconds(piece, g, nv, alpha, op)
+                 for op in ("reduce_scatter", "all_gather"))
+    across = min(parallelism.collective_seconds(piece / g, nodes, net, alpha),
+                 parallelism.tree_all_reduce_seconds(piece / g, nodes, net, alpha))
+    lat = sum(parallelism.collective_seconds(0.0, g, nv, alpha, op)
+              for op in ("reduce_scatter", "all_gather"))
+    return {"nvlink_us": 1e6 * float(inside), "network_us": 1e6 * float(across),
+            "nvlink_latency_us": 1e6 * float(lat)}
+
+
 def dp_scaling_chart(base):
     x = alt.X("gpus:Q", title="GPUs (8 per node)", scale=alt.Scale(type="log", base=2))
     eff = base.mark_line(point=True).encode(
