@@ -328,9 +328,31 @@ def test_llama3_case():
     case = px.llama3_case(px.LLAMA3_TABLE4[0])
     assert case["tokens"] == 64 * 32 * 8192
     assert case["activations_gib"] * GiB == pytest.approx(126 * 8192 * 16384 * 34 / 8)
-    assert case["state_gib"] * GiB == pytest.approx(405e9 / 128 * (2 + 14 / 64))
+    # BF16 weights, an unsharded FP32 gradient buffer, Adam state sharded 64 ways
+    assert case["state_gib"] * GiB == pytest.approx(405e9 / 128 * (2 + 4 + 12 / 64))
+    assert case["grad_buffer_gib"] * GiB == pytest.approx(405e9 / 128 * 4)
+    # FP32 reduce-scatter plus BF16 all-gather
+    assert case["dp_gb"] * 1e9 == pytest.approx(405e9 / 128 * 63 / 64 * (4 + 2))
     assert case["bubble"] == pytest.approx(15 / 32)
-    assert 0 < case["mfu_bound"] < 1 and case["mfu_bound"] > case["mfu_reported"]
+    # an idle slot lasts a whole micro-batch, its tensor-parallel all-reduces included
+    step = (case["compute_s"] + case["tp_s"]) * (1 + 15 / 32)
+    assert case["mfu_bound"] == pytest.approx(case["compute_s"] / step)
+    assert 0 < case["mfu_bound"] < 1
+    assert case["interleave_factor"] == pytest.approx(1 + 15 / 32)
+    bf16 = px.llama3_case(px.LLAMA3_TABLE4[0], grad_bytes=2.0)
+    assert bf16["dp_gb"] < case["dp_gb"] and bf16["state_gib"] < case["state_gib"]
+
+
+def test_deepseek_v3_network_factors():
+    from gpumodel.explorations import parallelism as px
+    frame = px.deepseek_v3_network_frame()
+    share = frame["all-to-all / expert math"].to_numpy()
+    assert share[0] == pytest.approx(px.moe_frame().loc["DeepSeek-V3", "ridge H100, NDR port"]
+                                     / px.moe_frame().loc["DeepSeek-V3", "FLOP per all-to-all byte"],
+                                     rel=1e-2)
+    # at most 4 node copies of a token instead of 8 x 63/64, 1.5 bytes instead of 2, 9 experts' math
+    assert frame["factor"].to_numpy()[1:] == pytest.approx([4 / (8 * 63 / 64), 0.75, 8 / 9], rel=1e-3)
+    assert (np.diff(share) < 0).all()
 
 
 @settings(max_examples=100, deadline=None)
@@ -376,3 +398,16 @@ def test_expert_intensity_does_not_depend_on_top_k(f, n, k):
 def test_bad_input_to_todays_models_is_refused(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_bucket_times_rebuild_dp_scaling():
+    from gpumodel.explorations import parallelism as px
+    run = px.dp_scaling(7, 1024, 40, 5, 2)
+    at = list(run["gpus"]).index(64)
+    t = px.bucket_times(7, 64, 5, 2)
+    k = px.buckets(2 * 7e9)
+    pipelined = k * max(t["nvlink_us"], t["network_us"]) + min(t["nvlink_us"], t["network_us"])
+    assert run["comm_ms"][at] == pytest.approx(pipelined / 1e3)
+    # 2 x 7 ring steps of 5 µs on NVLink
+    assert t["nvlink_latency_us"] == pytest.approx(70.0)
+    assert px.bucket_times(7, 64, 0, 2)["nvlink_latency_us"] == 0.0

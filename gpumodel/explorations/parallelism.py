@@ -183,6 +183,32 @@ def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
             "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
 
 
+def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
+    """One DDP bucket's two times in :func:`dp_scaling`'s pipelined hierarchical all-reduce, µs.
+
+    ``nvlink_us``: the reduce-scatter and all-gather inside the node, which share the NVLink
+    links; ``network_us``: the faster of a ring and a tree across the nodes on each GPU's 1/g
+    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The busier of the two
+    sets the pace of the pipeline over the buckets.
+    Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
+    """
+    nbytes = grad_bytes * params_b * 1e9
+    piece = nbytes / buckets(nbytes)
+    g = min(gpus, NODE_GPUS)
+    nodes = max(gpus // NODE_GPUS, 1)
+    alpha = latency_us * 1e-6
+    nv = parallelism.link("NVLink 4 (H100)").bandwidth
+    net = parallelism.link("InfiniBand NDR 4x").bandwidth
+    inside = sum(parallelism.collective_seconds(piece, g, nv, alpha, op)
+                 for op in ("reduce_scatter", "all_gather"))
+    across = min(parallelism.collective_seconds(piece / g, nodes, net, alpha),
+                 parallelism.tree_all_reduce_seconds(piece / g, nodes, net, alpha))
+    lat = sum(parallelism.collective_seconds(0.0, g, nv, alpha, op)
+              for op in ("reduce_scatter", "all_gather"))
+    return {"nvlink_us": 1e6 * float(inside), "network_us": 1e6 * float(across),
+            "nvlink_latency_us": 1e6 * float(lat)}
+
+
 def dp_scaling_chart(base):
     x = alt.X("gpus:Q", title="GPUs (8 per node)", scale=alt.Scale(type="log", base=2))
     eff = base.mark_line(point=True).encode(
@@ -326,6 +352,34 @@ def moe_frame() -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model").round(1)
 
 
+def deepseek_v3_network_frame(nodes_per_token: int = 4, dispatch_bytes: float = 1.0,
+                              combine_bytes: float = 2.0) -> pd.DataFrame:
+    """DeepSeek-V3's all-to-all time over its experts' math, one 400 Gb/s port per H100, as
+    :func:`moe_frame` counts it and then with each factor the plain model leaves out.
+
+    Node-limited routing (DeepSeek-AI 2024, section 2.1.2): a token reaches at most
+    ``nodes_per_token`` nodes and is sent once per node, so the network carries at most that
+    many copies of its d activations instead of top_k (n-1)/n. FP8 dispatch (section 3.3.3):
+    ``dispatch_bytes`` per value out, ``combine_bytes`` back, counted the same way in the
+    backward pass. The shared expert adds one expert's math per token and no network bytes.
+    Rows are cumulative. Explained in :doc:`/book/parallelism` (section "Expert parallelism").
+    """
+    model = DEEPSEEK_V3
+    n, k = MOE_RANKS[model["name"]], model["top_k"]
+    base = (_ridges()["H100, NDR port"]
+            / float(parallelism.expert_parallel_intensity(model["d_ff"], n)))
+    factors = (("as the model counts it (BF16, every expert over the network)", 1.0),
+               (f"node-limited routing, at most {nodes_per_token} nodes per token",
+                nodes_per_token / (k * (n - 1) / n)),
+               ("FP8 dispatch, BF16 combine", (dispatch_bytes + combine_bytes) / 2 / 2.0),
+               ("shared expert's math added", k / (k + 1)))
+    rows, share = [], base
+    for what, factor in factors:
+        share *= factor
+        rows.append({"what": what, "factor": factor, "all-to-all / expert math": share})
+    return pd.DataFrame(rows).set_index("what").round(3)
+
+
 #: Llama 3 405B (Grattafiori et al. 2024, Table 3) and the two 8K-sequence rows of its Table 4:
 #: GPUs, TP, CP, PP, DP, sequence length, batch size per DP group (sequences), TFLOPs/GPU, MFU.
 LLAMA3_405B = {"params": 405e9, "layers": 126, "d_model": 16384, "d_ff": 53248, "heads": 128,
@@ -336,21 +390,32 @@ LLAMA3_TABLE4 = ({"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq": 819
                   "tflops": 400, "mfu": 0.41})
 
 
-def llama3_case(row: dict, grad_bytes: float = 2.0) -> dict:
+def llama3_case(row: dict, grad_bytes: float = 4.0, interleave: int = 2) -> dict:
     """One Llama 3 405B configuration through the chapter's models, per GPU, on H100s.
 
+    The paper states the gradient precision (section 3.3.2): gradients accumulate in FP32 over
+    the micro-batches and are reduce-scattered in FP32, so by default ``grad_bytes`` is 4, the
+    weights are all-gathered in BF16, and each GPU holds an FP32 gradient buffer of its whole
+    tensor x pipeline shard, unsharded across the micro-batches. Weights stay gathered within a
+    step (the paper's FSDP does not reshard them), so the training state is BF16 weights, that
+    buffer and Adam state sharded over the DP group.
+
     Assumptions (the paper states none of them): one sequence per micro-batch, so
-    ``batch_per_dp`` micro-batches per step; 1F1B without interleaving; sequence parallelism
-    with FlashAttention (the selective-recomputation formula); BF16 gradient reduce-scatter and
-    weight all-gather over one 400 Gb/s port per GPU; tensor-parallel traffic on NVLink 4 at its
-    nominal rate, not overlapped. Weights stay gathered within a step (the paper's FSDP does not
-    reshard them), so the training state is ZeRO-2 over the DP group of the TP x PP shard.
+    ``batch_per_dp`` micro-batches per step; 1F1B without interleaving for the bubble and the
+    activations; sequence parallelism with FlashAttention (the selective-recomputation
+    formula); one 400 Gb/s port per GPU; tensor-parallel traffic on NVLink 4 at its nominal rate,
+    not overlapped. An idle micro-batch slot of the bubble lasts a whole micro-batch, its
+    tensor-parallel all-reduces included. ``interleave_factor`` is Korthikanti et al.'s
+    1 + (p-1)/(p v) on the first stage's activations for ``interleave`` = v chunks per stage.
+    Explained in :doc:`/book/parallelism` (section "One published run: Llama 3 405B").
     """
     model = LLAMA3_405B
     h100 = hardware.get("H100 SXM5")
     peak = h100.peak_flops("bf16")
     shard = model["params"] / (row["tp"] * row["pp"])
-    state = parallelism.training_memory(shard, row["dp"], stage=2)["total"]
+    # ZeRO-1 in the calculator's terms: the FP32 gradient buffer is the whole shard's
+    state = parallelism.training_memory(shard, row["dp"], stage=1,
+                                        grad_bytes=grad_bytes)["total"]
     per_layer = parallelism.activation_memory(row["seq"], 1, model["d_model"], model["heads"], row["tp"],
                                               "selective", sequence_parallel=True)
     # 1F1B: the first stage keeps p micro-batches of its L/p layers in flight, L layers' worth
@@ -362,15 +427,20 @@ def llama3_case(row: dict, grad_bytes: float = 2.0) -> dict:
     tp_bytes = layers_per_stage * 2 * parallelism.tensor_parallel_bytes(
         row["batch_per_dp"] * row["seq"], model["d_model"], row["tp"])
     tp = tp_bytes / parallelism.link("NVLink 4 (H100)").bandwidth
-    dp_bytes = parallelism.data_parallel_bytes(shard, row["dp"], grad_bytes)
+    # reduce-scatter of the gradients plus all-gather of the BF16 weights: half an all-reduce each
+    dp_bytes = 0.5 * (parallelism.data_parallel_bytes(shard, row["dp"], grad_bytes)
+                      + parallelism.data_parallel_bytes(shard, row["dp"], 2.0))
     dp = dp_bytes / parallelism.link("InfiniBand NDR 4x").bandwidth
     exposed_dp = max(0.0, dp - 2.0 / 3.0 * compute)
-    step = compute * (1 + bubble) + float(tp) + exposed_dp
+    step = (compute + float(tp)) * (1 + bubble) + exposed_dp
+    p = row["pp"]
     return {"state_gib": float(state) / GiB, "activations_gib": float(activations) / GiB,
             "usable_gib": h100.usable_memory_bytes / GiB,
+            "grad_buffer_gib": grad_bytes * shard / GiB,
+            "interleave_factor": 1 + (p - 1) / (p * interleave),
             "tokens": tokens, "compute_s": compute, "bubble": float(bubble),
             "tp_gb": float(tp_bytes) / GB, "tp_s": float(tp), "dp_gb": float(dp_bytes) / GB, "dp_s": float(dp),
-            "mfu_bound": compute / step, "mfu_reported": row["mfu"]}
+            "mfu_bound": float(compute / step), "mfu_reported": row["mfu"]}
 
 
 def llama3_frame() -> pd.DataFrame:
@@ -382,7 +452,7 @@ def llama3_frame() -> pd.DataFrame:
                      "state GiB": case["state_gib"], "activations GiB": case["activations_gib"],
                      "compute at peak, s": case["compute_s"], "bubble / compute": case["bubble"],
                      "TP all-reduces, s": case["tp_s"], "DP traffic, s": case["dp_s"],
-                     "MFU bound": case["mfu_bound"], "MFU reported": case["mfu_reported"]})
+                     "MFU, these assumptions": case["mfu_bound"], "MFU reported": case["mfu_reported"]})
     return pd.DataFrame(rows).set_index("GPUs (DP)").round(2)
 
 
