@@ -552,3 +552,11 @@ def test_prefill_reaches_the_ridge_where_the_gemm_intensity_does():
     below = memory.arithmetic_intensity(np.floor(p), 4096, 1024, "bf16")
     above = memory.arithmetic_intensity(np.ceil(p), 4096, 1024, "bf16")
     assert below < ridge <= above
+
+
+def test_a_job_that_fills_a_card_past_the_measured_margin_is_tight():
+    frame = C.jobs_frame()
+    # BERT-large at 32 x 384 needs about 23 GiB of the RTX 4090's 23.6 usable: 97% full
+    assert frame.loc["fine-tune BERT-large, 32 x 384 tokens", "RTX 4090"] == "tight"
+    assert frame.loc["fine-tune BERT-base, 32 x 128 tokens", "RTX 4090"] == "fits"
+    assert frame.loc["train GPT-2 XL (1.5B), 8 x 1024 tokens", "RTX 4090"] == "-"

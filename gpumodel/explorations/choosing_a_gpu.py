@@ -440,7 +440,10 @@ def job_memory_gib(kind: str, settings: dict) -> float:
 
 
 def jobs_frame(cards=("RTX 4070 Ti", "RTX 4090", "RTX 5090", "RTX 6000 Ada", "H100 SXM5")):
-    """Memory each job needs and which cards' usable memory holds it."""
+    """Memory each job needs and which cards' usable memory holds it: "fits" within the largest
+    share of usable memory a measured run's modelled need took (the margin those runs kept),
+    "tight" only without that margin, "-" not at all."""
+    margin = max(lambda_batch_fill()["need"])
     rows = []
     for label, kind, settings in JOBS:
         need = job_memory_gib(kind, settings)
@@ -448,7 +451,7 @@ def jobs_frame(cards=("RTX 4070 Ti", "RTX 4090", "RTX 5090", "RTX 6000 Ada", "H1
         for name in cards:
             acc = hardware.get(name)
             have = (acc.usable_memory_bytes or acc.memory_bytes) / GiB
-            row[name] = "fits" if need <= have else "-"
+            row[name] = "fits" if need <= margin * have else "tight" if need <= have else "-"
         rows.append(row)
     return pd.DataFrame(rows).set_index("job")
 
