@@ -223,3 +223,24 @@ def test_roofline_gpus_properties(synapses, rate, nbytes, flop):
     assert brain.roofline_gpus(synapses, 2 * rate, nbytes, flop)["capacity"] == r["capacity"]
     assert list(vec["binding"]) == [brain.roofline_gpus(s, rate, nbytes, flop)["binding"]
                                     for s in (synapses, 2 * synapses)]
+
+
+def test_carlsmith_rows_match_his_statements():
+    """The headline is a judgment with no floor (1e15 about a median ceiling, 1e21 a 90% one);
+    the retina method gives two disjoint ranges, drawn as two rows."""
+    import math
+
+    from gpumodel.explorations import brain as bx
+    frame = bx.estimates_frame().set_index("estimate")
+    head = frame.loc["Carlsmith 2020, headline"]
+    assert math.isnan(head["low"]) and head["central"] == 1e15 and head["high"] == 1e21
+    assert bx.carlsmith_line() == 1e21
+    retina = frame[frame.index.str.contains("retina")]
+    assert sorted(zip(retina["low"], retina["high"])) == [(1e12, 1e15), (1e16, 1e20)]
+    spec = bx.estimates_chart(6.7e21).to_dict()
+    assert "triangle" in str(spec) and "no bar" in spec["description"]
+
+
+def test_purkinje_rate_rows_are_a_background_range():
+    rows = brain.measured_inputs("purkinje_rate")
+    assert all("background" in r["method"] and "not a maximum" in r["method"] for r in rows)

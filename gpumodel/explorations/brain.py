@@ -64,10 +64,11 @@ def carlsmith_line() -> float:
 
 
 def crossing_year(start, target, doubling_years, base_year=2015.0) -> float:
-    """The calendar year a steady doubling from ``start`` reaches ``target``: the fractional year rounded up.
+    """The first whole year after a steady doubling from ``start`` reaches ``target``, as the post counts.
 
-    :func:`gpumodel.brain.year_reached` with ``whole=False``, then ceil: the chapter's projection
-    years and the projection exploration's dotted line both show this value.
+    :func:`gpumodel.brain.year_reached` with ``whole=False`` (the crossing, e.g. 2052.48, during
+    2052), then ceil (2053): the chapter's projection years and the projection exploration's
+    dotted line both show this value.
     """
     return float(np.ceil(brain.year_reached(start, target, doubling_years, base_year, whole=False)))
 
