@@ -151,8 +151,10 @@ RANGES = {
     "granule_cells": ((50e9, _counted("granule_cells")[1]),
                       "the post's 50 billion to the 101 billion counted by Andersen et al. 1992"),
     "purkinje_rate": (_counted("purkinje_rate"),
-                      "Purkinje simple spikes, 30 to 100 Hz (De Schutter and Bower 1994); the post's "
-                      "200 Hz is above"),
+                      "background Purkinje simple-spike rate, 30 to 100 Hz, the 'natural range' a "
+                      "simulation was tuned to (De Schutter and Bower 1994); simple spikes can reach "
+                      "several hundred per second (Kobayashi et al. 1998), so the post's 200 Hz is "
+                      "above the background, not above every rate"),
     "granule_rate": ((1.0, 200.0), "the book's choice: granule cells fire at a low ongoing rate "
                                    "(Chadderton et al. 2004), up to the post's 200 Hz"),
     "purkinje_inputs": ((75e3, 1.5e5), "the post: 100,000 'might be a slight overestimate (but 75000 would be too "
@@ -170,8 +172,9 @@ def sensitivity(reading: str = "reconstruction") -> dict:
 
     Returns {"input": names, "low": FLOP/s, "high": FLOP/s, "base": FLOP/s}, for a tornado chart.
     The time steps enter twice (filter depth and steps per event), so they move the estimate
-    by their square. A measured range need not contain the post's value (its Purkinje cells and
-    firing rate lie above theirs), so "base" can fall outside low to high. Explained in :doc:`/book/brain` (section "How sensitive is it?").
+    by their square. A range need not contain the post's value (its Purkinje cells lie above
+    the counted ones and its firing rate above the background range), so "base" can fall
+    outside low to high. Explained in :doc:`/book/brain` (section "How sensitive is it?").
     """
     reading = _checks.choice("reading", reading, READINGS)
     names = list(RANGES)
@@ -196,14 +199,20 @@ def synapse_count_flops(synapses, firing_rate=200.0, flop_per_event=2.0):
 @_checks.finite_result
 def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
                   accelerator: str = "H100 SXM5", dtype: str = "bf16") -> dict:
-    """How many of ``accelerator`` a synapse-count model needs, by memory bandwidth and by compute.
+    """How many of ``accelerator`` a synapse-count model needs, by memory bandwidth, by compute and by memory capacity.
 
-    The model reads every synapse's weight once per event and does ``flop_per_event`` with it,
-    at batch 1: bytes/s = synapses x rate_hz x bytes_per_synapse, FLOP/s = synapses x rate_hz x
-    flop_per_event. Returns {"bandwidth": GPUs to stream the weights (bytes/s over the
+    The model holds every synapse's weight in memory, reads it once per event and does
+    ``flop_per_event`` with it, at batch 1: bytes/s = synapses x rate_hz x bytes_per_synapse,
+    FLOP/s = synapses x rate_hz x flop_per_event. The default of 2 FLOP per event counts a
+    multiply-add; a binary spike times a weight is an add, 1 FLOP. The default of 2 bytes per
+    event reads the weight only: updating an accumulator per event would add more, so it is a
+    lower bound. Returns {"bandwidth": GPUs to stream the weights (bytes/s over the
     accelerator's bandwidth, bytes/s), "compute": GPUs for the arithmetic (FLOP/s over its dense
-    ``dtype`` peak), "intensity": FLOP/byte, "ridge": the accelerator's ridge point, FLOP/byte}.
-    Below the ridge the workload is memory-bound and "bandwidth" is the count that binds.
+    ``dtype`` peak), "capacity": GPUs to hold the weights (synapses x bytes_per_synapse over its
+    usable memory), "binding": the name of the largest of the three counts, "intensity":
+    FLOP/byte, "ridge": the accelerator's ridge point, FLOP/byte}. Below the ridge "bandwidth"
+    exceeds "compute"; at low rates "capacity" exceeds both. ValueError for an accelerator
+    whose usable memory is unpublished.
     Explained in :doc:`/book/brain` (section "The brain as a batch-1 workload").
     """
     from . import hardware
@@ -216,8 +225,15 @@ def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
     acc = hardware.get(_checks.choice("accelerator", accelerator, hardware.names()))
     dtype = _checks.text("dtype", dtype)
     peak = acc.peak_flops(dtype)
-    return {"bandwidth": n * r * b / acc.bandwidth, "compute": n * r * f / peak,
-            "intensity": f / b, "ridge": acc.ridge_point(dtype)}
+    if acc.usable_memory_bytes is None:
+        raise ValueError(f"accelerator {accelerator!r} has no published usable memory, so the "
+                         "GPUs needed to hold the weights cannot be counted")
+    counts = {"bandwidth": n * r * b / acc.bandwidth, "compute": n * r * f / peak,
+              "capacity": n * b / acc.usable_memory_bytes}
+    names = np.array(list(counts))
+    largest = names[np.argmax(np.stack(np.broadcast_arrays(*counts.values())), axis=0)]
+    binding = str(largest) if np.ndim(largest) == 0 else largest
+    return {**counts, "binding": binding, "intensity": f / b, "ridge": acc.ridge_point(dtype)}
 
 
 # --- the projection ----------------------------------------------------------------------------

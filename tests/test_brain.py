@@ -190,6 +190,19 @@ def test_roofline_gpus_worked_example():
     assert r["intensity"] == 1.0 and r["ridge"] == pytest.approx(295.34, rel=1e-3)
     slow = brain.roofline_gpus(1e14, 10.0)
     assert slow["bandwidth"] == pytest.approx(597.0, rel=1e-3) and slow["compute"] == pytest.approx(2.02, rel=1e-2)
+    # 200 TB of BF16 weights over the H100's 79.21 GiB usable: capacity binds at 10 Hz, bandwidth at 200
+    assert slow["capacity"] == pytest.approx(2e14 / (79.21 * 2**30)) == r["capacity"]
+    assert slow["capacity"] == pytest.approx(2351.53, rel=1e-5)
+    assert slow["binding"] == "capacity" and r["binding"] == "bandwidth"
+    merkle = brain.roofline_gpus(1e15, 10.0)
+    assert merkle["capacity"] == pytest.approx(23515.3, rel=1e-5) and merkle["binding"] == "capacity"
+    fp8 = brain.roofline_gpus(1e15, 10.0, bytes_per_synapse=1.0)
+    assert fp8["capacity"] == pytest.approx(merkle["capacity"] / 2) and fp8["compute"] == merkle["compute"]
+
+
+def test_roofline_gpus_needs_usable_memory():
+    with pytest.raises(ValueError, match="usable memory"):
+        brain.roofline_gpus(1e14, 10.0, accelerator="H100 PCIe")
 
 
 @settings(max_examples=60, deadline=None)
@@ -203,3 +216,31 @@ def test_roofline_gpus_properties(synapses, rate, nbytes, flop):
     assert double["bandwidth"] == pytest.approx(2 * r["bandwidth"], rel=1e-12)
     vec = brain.roofline_gpus(np.array([synapses, 2 * synapses]), rate, nbytes, flop)
     assert vec["bandwidth"].shape == (2,)
+    # the binding count is the largest of the three; capacity does not depend on the rate
+    counts = {k: r[k] for k in ("bandwidth", "compute", "capacity")}
+    assert r["binding"] == max(counts, key=counts.get)
+    assert r[r["binding"]] == max(counts.values())
+    assert brain.roofline_gpus(synapses, 2 * rate, nbytes, flop)["capacity"] == r["capacity"]
+    assert list(vec["binding"]) == [brain.roofline_gpus(s, rate, nbytes, flop)["binding"]
+                                    for s in (synapses, 2 * synapses)]
+
+
+def test_carlsmith_rows_match_his_statements():
+    """The headline is a judgment with no floor (1e15 about a median ceiling, 1e21 a 90% one);
+    the retina method gives two disjoint ranges, drawn as two rows."""
+    import math
+
+    from gpumodel.explorations import brain as bx
+    frame = bx.estimates_frame().set_index("estimate")
+    head = frame.loc["Carlsmith 2020, headline"]
+    assert math.isnan(head["low"]) and head["central"] == 1e15 and head["high"] == 1e21
+    assert bx.carlsmith_line() == 1e21
+    retina = frame[frame.index.str.contains("retina")]
+    assert sorted(zip(retina["low"], retina["high"])) == [(1e12, 1e15), (1e16, 1e20)]
+    spec = bx.estimates_chart(6.7e21).to_dict()
+    assert "triangle" in str(spec) and "no bar" in spec["description"]
+
+
+def test_purkinje_rate_rows_are_a_background_range():
+    rows = brain.measured_inputs("purkinje_rate")
+    assert all("background" in r["method"] and "not a maximum" in r["method"] for r in rows)

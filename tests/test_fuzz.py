@@ -317,7 +317,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "brain.landauer_bit_erasures": dict(power_watts=20.0, temperature_kelvin=310.0),
     "brain.records": dict(metric="hpl"),
     "brain.measured_inputs": dict(parameter="purkinje_cells"),
-    "brain.roofline_gpus": dict(synapses=1e14, rate_hz=200.0, bytes_per_synapse=2.0, flop_per_event=2.0,
+    "brain.roofline_gpus": dict(synapses=1e14, rate_hz=10.0, bytes_per_synapse=2.0, flop_per_event=2.0,
                                 accelerator="H100 SXM5", dtype="bf16"),
     # --- choosing a GPU ------------------------------------------------------------------------
     "cost.energy_kwh": dict(power_w=450.0, utilization=0.15, hours=8760.0),

@@ -64,10 +64,11 @@ def carlsmith_line() -> float:
 
 
 def crossing_year(start, target, doubling_years, base_year=2015.0) -> float:
-    """The calendar year a steady doubling from ``start`` reaches ``target``: the fractional year rounded up.
+    """The first whole year after a steady doubling from ``start`` reaches ``target``, as the post counts.
 
-    :func:`gpumodel.brain.year_reached` with ``whole=False``, then ceil: the chapter's projection
-    years and the projection exploration's dotted line both show this value.
+    :func:`gpumodel.brain.year_reached` with ``whole=False`` (the crossing, e.g. 2052.48, during
+    2052), then ceil (2053): the chapter's projection years and the projection exploration's
+    dotted line both show this value.
     """
     return float(np.ceil(brain.year_reached(start, target, doubling_years, base_year, whole=False)))
 
@@ -182,27 +183,42 @@ def estimates_table() -> pd.DataFrame:
 
 
 def estimates_chart(landauer: float):
-    """Every estimate on one log axis (a range as a bar, a central value as a point), with the Landauer bound."""
+    """Every estimate on one log axis (a range as a bar, a central value as a point), with the Landauer bound.
+
+    A row with a central and a high value but no low one (Carlsmith's headline: 1e15 "more
+    likely than not enough", under 10% that more than 1e21 is needed) is a judgment with no
+    floor: a dot at its central value and a hollow triangle at its high one, no bar.
+    """
     frame = estimates_frame()
+    ceiling = frame["low"].isna() & frame["central"].notna() & (frame["high"] > frame["central"])
     frame["low"] = frame["low"].fillna(frame["central"])
     frame["high"] = frame["high"].fillna(frame["central"])
     frame["mid"] = frame["central"].fillna(np.sqrt(frame["low"] * frame["high"]))
     order = list(frame.sort_values("mid")["estimate"])
+    tops = frame[ceiling]
+    frame = frame[~ceiling]
     x = alt.X("low:Q", title="FLOP/s (log scale)", scale=alt.Scale(type="log", domain=[1e12, 1e26]))
     y = alt.Y("estimate:N", title=None, sort=order)
     color = alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom"))
     tip = ["estimate:N", "kind:N", "method:N", alt.Tooltip("low:Q", format=".2g"),
            alt.Tooltip("high:Q", format=".2g")]
     ranges = alt.Chart(frame).mark_rule(strokeWidth=6).encode(x=x, x2="high:Q", y=y, color=color, tooltip=tip)
-    points = alt.Chart(frame).mark_point(filled=True, size=60, color=charts.BLACK).encode(
+    mids = pd.concat([frame, tops])
+    points = alt.Chart(mids).mark_point(filled=True, size=60, color=charts.BLACK).encode(
         x=alt.X("mid:Q", scale=alt.Scale(type="log", domain=[1e12, 1e26])), y=y, tooltip=tip)
+    ceilings = alt.Chart(tops).mark_point(shape="triangle-left", size=80, filled=False,
+                                          color=charts.BLACK).encode(
+        x=alt.X("high:Q", scale=alt.Scale(type="log", domain=[1e12, 1e26])), y=y, tooltip=tip)
     bound = alt.Chart(pd.DataFrame({"x": [landauer], "what": ["Landauer bound at 20 W"]})).mark_rule(
         strokeDash=[4, 3], color=charts.VERMILLION).encode(x="x:Q", tooltip=["what:N", alt.Tooltip("x:Q", format=".2g")])
-    return (ranges + points + bound).properties(
+    return (ranges + points + ceilings + bound).properties(
         width=440, height=300,
-        description=f"Range chart, log axis: {len(frame)} published estimates of the brain's FLOP/s (one "
+        description=f"Range chart, log axis: {len(mids)} published estimates of the brain's FLOP/s (one "
                     "row each, lowest at the top), a thick bar from each one's low to its high value "
-                    "coloured by the kind of estimate and a black dot at its central value; the vertical "
+                    "coloured by the kind of estimate and a black dot at its central value; "
+                    "Carlsmith's overall judgment has no bar: a dot at the 1e15 FLOP/s he thinks more "
+                    "likely than not enough and a hollow triangle at the 1e21 he thinks more than 90% "
+                    "likely enough; the vertical "
                     f"dashed vermillion line is the Landauer bound at 20 W ({landauer:.2g}).")
 
 
