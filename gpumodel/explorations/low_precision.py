@@ -558,7 +558,10 @@ def rounding_bias(value=0.2, draws=10_000, name="fp4_e2m1", seed=0) -> dict:
     """``value`` rounded to nearest and, ``draws`` times, stochastically: both results and their bias (%)."""
     nearest = float(precision.quantize(value, name))
     mean = float(precision.stochastic_round(np.full(draws, value), name, seed).mean())
-    return {"nearest": nearest, "stochastic_mean": mean,
+    grid = precision.representable_values(name)
+    below, above = grid[grid <= value].max(), grid[grid > value].min()
+    return {"below": float(below), "above": float(above),
+            "nearest": nearest, "stochastic_mean": mean,
             "nearest_bias_pct": 100 * (nearest - value) / value,
             "stochastic_bias_pct": 100 * (mean - value) / value}
 
@@ -566,7 +569,9 @@ def rounding_bias(value=0.2, draws=10_000, name="fp4_e2m1", seed=0) -> dict:
 def hadamard_frame(outlier_scale=20.0, seed=0) -> pd.DataFrame:
     """The chapter's outlier activations in FP4 blocks, without and with a random Hadamard rotation.
 
-    Error of X @ W (%) and the share of ordinary (non-outlier) activations flushed to zero (%).
+    Error of X @ W (%), both operands quantized along the inner dimension, and the share of
+    ordinary activations (columns whose largest |value| is below 5 standard deviations of X)
+    flushed to zero (%).
     """
     X, exact = _activations(float(outlier_scale), N_OUTLIER_COLS)
     W = weights()
