@@ -914,3 +914,102 @@ def powers_of_two_spanned(name: str) -> float:
     """
     info = format_info(name)
     return float(np.log2(info["max"] / info["smallest_subnormal"]))
+
+
+# --- today's FP4 and FP8 machinery ----------------------------------------------------------
+
+#: Most values one call of :func:`stochastic_round` draws a random number for.
+MAX_ROUNDED = 10**7
+#: Largest Hadamard matrix :func:`random_hadamard` builds (2**12 x 2**12 float64 is 128 MiB).
+MAX_HADAMARD = 2**12
+
+
+@_checks.finite_result
+def stochastic_round(x, name: str, seed=0) -> np.ndarray:
+    """``x`` rounded to a neighbouring value of format ``name`` at random, unbiased (float64, x's shape).
+
+    With lo <= x <= hi the two representable values of ``name`` around x (from
+    :func:`representable_values`), x becomes hi with probability (x - lo) / (hi - lo) and lo
+    otherwise, so the expected result is x itself; round-to-nearest (:func:`quantize`) instead
+    sends every x closer to lo than to hi to lo. Values on the grid stay put; values beyond the
+    format's range saturate to its largest (smallest) value, as a saturating cast does. ``name``
+    is one of :data:`SMALL_FORMATS` (no scale is applied: divide by a block scale first).
+    Deterministic for a whole-number ``seed``.
+    Explained in :doc:`/book/low_precision` (section "Today's FP4 and FP8 machinery").
+    """
+    name = _checks.choice("format name", name, SMALL_FORMATS)
+    x = _checks.as_array("x", x)
+    if x.size > MAX_ROUNDED:
+        raise ValueError(f"x must hold at most {MAX_ROUNDED:g} values (got {x.size})")
+    rng = np.random.default_rng(_checks.seed(seed))
+    grid = representable_values(name)
+    clipped = np.clip(x, grid[0], grid[-1])
+    index = np.clip(np.searchsorted(grid, clipped, side="right") - 1, 0, grid.size - 2)
+    lo, hi = grid[index], grid[index + 1]
+    up = rng.random(x.shape) < (clipped - lo) / (hi - lo)
+    return np.where(up, hi, lo) + 0.0
+
+
+@_checks.finite_result
+def random_hadamard(size=16, seed=0) -> np.ndarray:
+    """An orthonormal ``size`` x ``size`` random Hadamard matrix: H D / sqrt(size) (float64).
+
+    H is Sylvester's Hadamard matrix (entries ±1, built by doubling [[H, H], [H, -H]]), D a
+    diagonal of random signs drawn from ``seed``. ``size`` is a power of two (16 and 32 are
+    the NVFP4 and MX block sizes). Its rows are orthonormal, so x @ R @ R.T == x: rotating the
+    inner dimension of both operands of a matrix product leaves the product unchanged, while
+    every output entry mixes all ``size`` inputs (an outlier is spread over the block).
+    Explained in :doc:`/book/low_precision` (section "Today's FP4 and FP8 machinery").
+    """
+    n = _count("size", size, MAX_HADAMARD)
+    if n & (n - 1):
+        raise ValueError(f"size must be a power of two (got {n})")
+    rng = np.random.default_rng(_checks.seed(seed))
+    H = np.ones((1, 1))
+    while H.shape[0] < n:
+        H = np.block([[H, H], [H, -H]])
+    signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return H * signs / np.sqrt(n)
+
+
+@_checks.finite_result
+def rotated_quantize(x, name: str, scheme: str, size=16, seed=0) -> np.ndarray:
+    """``x`` rotated by a :func:`random_hadamard` block, put through :func:`scheme_quantize`, rotated back.
+
+    Each run of ``size`` consecutive values along the last axis of the 2-D ``x`` (a 1-D ``x`` is
+    one row; the row length must be a multiple of ``size``) is multiplied by the same
+    orthonormal R, quantized with the named :data:`SCALING_SCHEMES` entry, and multiplied by
+    R.T. Without quantization this returns ``x`` (to rounding). Float64, x's shape.
+    Explained in :doc:`/book/low_precision` (section "Today's FP4 and FP8 machinery").
+    """
+    name = _format(name)
+    scheme = _checks.choice("scheme", scheme, SCALING_SCHEMES)
+    R = random_hadamard(size, seed)
+    x2, shape, _, _ = _blocks(x, None, None)
+    n = R.shape[0]
+    if x2.shape[1] % n:
+        raise ValueError(f"the rows of x must be a multiple of size={n} long (got {x2.shape[1]})")
+    blocks = x2.reshape(x2.shape[0], -1, n)
+    rotated = (blocks @ R).reshape(x2.shape)
+    q = scheme_quantize(rotated, name, scheme).reshape(blocks.shape)
+    return (q @ R.T).reshape(shape)
+
+
+@_checks.finite_result
+def smooth_scales(x_absmax, w_absmax, alpha=0.5) -> np.ndarray:
+    """SmoothQuant's per-channel smoothing factors s_j = max|X_j|**alpha / max|W_j|**(1 - alpha).
+
+    ``x_absmax`` is the largest |activation| of each input channel j (a column of X, in the
+    activations' units), ``w_absmax`` the largest |weight| of the matching row of W; both
+    positive, broadcast together. Dividing column j of X by s_j and multiplying row j of W by
+    it leaves X @ W unchanged and moves the outlier's range from X to W: after it, both
+    maxima are max|X_j|**(1 - alpha) * max|W_j|**alpha (``alpha`` in [0, 1]; 0.5 splits evenly,
+    SmoothQuant's default). Returns float64, the broadcast shape.
+    Explained in :doc:`/book/low_precision` (section "Today's FP4 and FP8 machinery").
+    """
+    x_absmax = _checks.positive("x_absmax", x_absmax)
+    w_absmax = _checks.positive("w_absmax", w_absmax)
+    a = float(_checks.in_range("alpha", _checks.scalar("alpha", alpha), 0.0, 1.0))
+    _checks.broadcast(x_absmax=x_absmax, w_absmax=w_absmax)
+    s = np.exp(a * np.log(x_absmax) - (1.0 - a) * np.log(w_absmax))
+    return s if np.ndim(s) else float(s)

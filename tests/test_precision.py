@@ -605,3 +605,96 @@ def test_loss_scale_run_of_a_million_steps_is_fast():
 def test_nvfp4_on_4096_squared_is_fast():
     x = np.random.default_rng(0).standard_normal((4096, 4096))
     assert _seconds(lambda: p.scheme_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)")) < 15.0
+
+
+# --- today's FP4 and FP8 machinery ---------------------------------------------------------
+
+def test_stochastic_round_picks_a_neighbour_and_saturates():
+    out = p.stochastic_round([0.2, 0.5, 6.0, 7.0, -9.0, 2.6, -0.0], "fp4_e2m1", seed=3)
+    assert out[0] in (0.0, 0.5) and out[5] in (2.0, 3.0)
+    assert out[1] == 0.5 and out[2] == 6.0 and out[3] == 6.0 and out[4] == -6.0 and out[6] == 0.0
+    same = p.stochastic_round([0.2, 2.6], "fp4_e2m1", seed=3)
+    assert np.array_equal(same, out[[0, 5]])
+
+
+def test_stochastic_round_is_unbiased_where_nearest_is_not():
+    draws = p.stochastic_round(np.full(200_000, 0.2), "fp4_e2m1", seed=0)
+    assert p.quantize(0.2, "fp4_e2m1") == 0.0
+    assert abs(draws.mean() - 0.2) < 0.005
+    assert abs(np.mean(draws == 0.5) - 0.4) < 0.005  # (0.2 - 0) / (0.5 - 0)
+
+
+@FAST
+@given(st.floats(-400.0, 400.0), st.sampled_from(["fp8_e4m3", "fp4_e2m1", "int8", "int4"]))
+def test_stochastic_round_mean_is_the_value(x, name):
+    grid = p.representable_values(name)
+    clipped = min(max(x, grid[0]), grid[-1])
+    draws = p.stochastic_round(np.full(4000, x), name, seed=1)
+    i = np.searchsorted(grid, clipped)
+    gap = grid[min(i, grid.size - 1)] - grid[max(i - 1, 0)]
+    assert abs(draws.mean() - clipped) <= 0.1 * gap + 1e-12
+    assert np.all(np.isin(draws, grid))
+
+
+def test_random_hadamard_values():
+    R = p.random_hadamard(4, seed=0)
+    assert np.allclose(np.abs(R), 0.5)
+    assert np.allclose(R @ R.T, np.eye(4))
+    assert np.array_equal(R, p.random_hadamard(4, seed=0))
+    assert np.array_equal(np.abs(p.random_hadamard(2, seed=5)) * 2**0.5, np.ones((2, 2)))
+    assert p.random_hadamard(1).tolist() in ([[1.0]], [[-1.0]])
+
+
+@FAST
+@given(st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.integers(0, 2**32 - 1))
+def test_random_hadamard_is_orthonormal(size, seed):
+    R = p.random_hadamard(size, seed)
+    assert np.allclose(R @ R.T, np.eye(size), atol=1e-12)
+
+
+def test_rotated_quantize_spreads_outliers():
+    X = p.outlier_activations(64, 256, 4, 20.0, seed=0)
+    plain = p.scheme_quantize(X, "fp4_e2m1", "MX (32, E8M0)")
+    turned = p.rotated_quantize(X, "fp4_e2m1", "MX (32, E8M0)", size=32, seed=0)
+    assert np.mean(turned == 0) < np.mean(plain == 0) / 5
+    assert p.matmul_relative_error(turned, X) < p.matmul_relative_error(plain, X) / 1.3
+    assert np.allclose(p.rotated_quantize(X, "fp32", "per tensor", size=16), X, atol=1e-5)
+    assert p.rotated_quantize(X[0], "fp32", "per tensor", size=16).shape == (256,)
+
+
+def test_smooth_scales_values():
+    assert p.smooth_scales(16.0, 4.0, 0.5) == 2.0
+    assert p.smooth_scales(16.0, 4.0, 1.0) == pytest.approx(16.0)
+    assert p.smooth_scales(16.0, 4.0, 0.0) == pytest.approx(0.25)
+    assert np.allclose(p.smooth_scales([16.0, 1.0], [4.0, 1.0]), [2.0, 1.0])
+
+
+@FAST
+@given(st.lists(st.floats(0.01, 100.0), min_size=2, max_size=6), st.floats(0.0, 1.0))
+def test_smoothing_preserves_the_product_and_balances_maxima(xmax, alpha):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, len(xmax))) * np.array(xmax)
+    W = rng.standard_normal((len(xmax), 3))
+    s = p.smooth_scales(np.abs(X).max(axis=0), np.abs(W).max(axis=1), alpha)
+    assert np.allclose((X / s) @ (W * s[:, None]), X @ W)
+    if alpha == 0.5:
+        assert np.allclose(np.abs(X / s).max(axis=0), np.abs(W * s[:, None]).max(axis=1))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: p.stochastic_round([0.1], "fp4_e2m1", seed=1.5), "seed"),
+    (lambda: p.stochastic_round([0.1], "bf16"), "format name"),
+    (lambda: p.stochastic_round([np.nan], "fp4_e2m1"), "x"),
+    (lambda: p.random_hadamard(12), "power of two"),
+    (lambda: p.random_hadamard(16, seed=-1), "seed"),
+    (lambda: p.random_hadamard(0), "size"),
+    (lambda: p.rotated_quantize(np.ones(24), "fp4_e2m1", "MX (32, E8M0)", 16), "multiple"),
+    (lambda: p.rotated_quantize(np.ones(16), "fp4_e2m1", "per diagonal", 16), "scheme"),
+    (lambda: p.smooth_scales(0.0, 1.0), "x_absmax"),
+    (lambda: p.smooth_scales(1.0, -1.0), "w_absmax"),
+    (lambda: p.smooth_scales(1.0, 1.0, 1.5), "alpha"),
+    (lambda: p.smooth_scales([1.0, 2.0], [1.0, 2.0, 3.0]), "broadcast"),
+])
+def test_machinery_refuses_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

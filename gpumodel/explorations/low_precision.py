@@ -7,7 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, measured, memory, precision
+from .. import charts, hardware, measured, memory, precision, throughput
 from ..explore import Choice, Exploration, Slider
 
 #: The chapter's synthetic gradients: magnitudes 10**N(-6, 1.5) (most far below 1, spread over decades).
@@ -546,3 +546,77 @@ def bert_compute_us(dtype: str, accelerator: str = "H100 SXM5") -> float:
     p = memory.TPU_POST
     flops = memory.matmul_flops(p["m"], p["k"], p["n"])
     return float(flops / hardware.get(accelerator).peak_flops(dtype) * 1e6)
+
+
+# --- today's FP4 and FP8 machinery ------------------------------------------------------------
+
+#: The block formats of the Hadamard example: scheme and block size (the Hadamard size).
+RHT_SCHEMES = {"NVFP4": ("NVFP4 (16, E4M3)", 16), "MXFP4": ("MX (32, E8M0)", 32)}
+
+
+def rounding_bias(value=0.2, draws=10_000, name="fp4_e2m1", seed=0) -> dict:
+    """``value`` rounded to nearest and, ``draws`` times, stochastically: both results and their bias (%)."""
+    nearest = float(precision.quantize(value, name))
+    mean = float(precision.stochastic_round(np.full(draws, value), name, seed).mean())
+    grid = precision.representable_values(name)
+    below, above = grid[grid <= value].max(), grid[grid > value].min()
+    return {"below": float(below), "above": float(above),
+            "nearest": nearest, "stochastic_mean": mean,
+            "nearest_bias_pct": 100 * (nearest - value) / value,
+            "stochastic_bias_pct": 100 * (mean - value) / value}
+
+
+def hadamard_frame(outlier_scale=20.0, seed=0) -> pd.DataFrame:
+    """The chapter's outlier activations in FP4 blocks, without and with a random Hadamard rotation.
+
+    Error of X @ W (%), both operands quantized along the inner dimension, and the share of
+    ordinary activations (columns whose largest |value| is below 5 standard deviations of X)
+    flushed to zero (%).
+    """
+    X, exact = _activations(float(outlier_scale), N_OUTLIER_COLS)
+    W = weights()
+    ordinary = np.abs(X).max(axis=0) < 5 * np.abs(X).std()
+    rows = []
+    for label, (scheme, size) in RHT_SCHEMES.items():
+        plain = precision.scheme_quantize(X, "fp4_e2m1", scheme)
+        turned = precision.rotated_quantize(X, "fp4_e2m1", scheme, size, seed)
+        w_plain = precision.scheme_quantize(W.T, "fp4_e2m1", scheme).T
+        w_turned = precision.rotated_quantize(W.T, "fp4_e2m1", scheme, size, seed).T
+        e0 = precision.matmul_relative_error(plain @ w_plain, exact)
+        e1 = precision.matmul_relative_error(turned @ w_turned, exact)
+        rows.append({"format": label, "block": size,
+                     "X @ W error (%)": 100 * e0, "with Hadamard (%)": 100 * e1,
+                     "error ratio": e0 / e1,
+                     "ordinary flushed (%)": 100 * np.mean(plain[:, ordinary] == 0),
+                     "with Hadamard flushed (%)": 100 * np.mean(turned[:, ordinary] == 0)})
+    return pd.DataFrame(rows).set_index("format")
+
+
+def smoothing_frame(outlier_scale=20.0, alpha=0.5) -> pd.DataFrame:
+    """Per-tensor INT8 errors (%) of X, W and X @ W before and after SmoothQuant's migration."""
+    X, exact = _activations(float(outlier_scale), N_OUTLIER_COLS)
+    W = weights()
+    s = precision.smooth_scales(np.abs(X).max(axis=0), np.abs(W).max(axis=1), alpha)
+    rows = {}
+    for label, (A, B) in {"as is": (X, W), "smoothed": (X / s, W * s[:, None])}.items():
+        err = precision.matmul_relative_error
+        rows[label] = {
+            "X error (%)": 100 * err(precision.scheme_quantize(A, "int8", "per tensor"), A),
+            "W error (%)": 100 * err(precision.scheme_quantize(B, "int8", "per tensor"), B),
+            "X @ W error (%)": 100 * err(precision.scheme_matmul(A, B, "int8", "per tensor"),
+                                         exact),
+            "X max / median": float(np.abs(A).max() / np.median(np.abs(A)))}
+    return pd.DataFrame(rows).T
+
+
+def kv_batch_fit(context=8192, accelerator="H100 SXM5", weight_bits=16.0) -> pd.DataFrame:
+    """Llama 3 8B: key/value cache per sequence (GB) and the sequences that fit beside the weights."""
+    card = hardware.get(accelerator)
+    usable = card.usable_memory_bytes or card.memory_bytes
+    weights_b = throughput.weight_bytes(weight_bits)
+    rows = {}
+    for label, bits in (("bf16", 16.0), ("fp8", 8.0)):
+        per = throughput.kv_cache_bytes(context, kv_bits=bits)
+        rows[label] = {"KV bytes per token": per / context, "KV GB per sequence": per / 1e9,
+                       "sequences that fit": int((usable - weights_b) // per)}
+    return pd.DataFrame(rows).T
