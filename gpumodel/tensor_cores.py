@@ -46,6 +46,10 @@ SMEM_BANKS = 32
 SMEM_BANK_BYTES = 4
 SMEM_BYTES_PER_CYCLE = float(SMEM_BANKS * SMEM_BANK_BYTES)
 
+#: Processing blocks (SM sub-partitions, each with one warp scheduler) per SM from Volta to Hopper:
+#: two Tensor Cores in each on Volta (nvidia2017volta), one from Ampere on (nvidia2020a100).
+PROCESSING_BLOCKS_PER_SM = 4
+
 #: Where each entry of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` comes from (BibTeX keys in book/bib/).
 TENSOR_CORE_SOURCES = {
     "Volta (GV100)": "nvidia2017volta: 64 FP16 FMA per clock per Tensor Core (a 4x4x4 product), 8 per SM; "
