@@ -40,6 +40,16 @@ FLOP_PER_TENSOR_CORE_PER_CYCLE = {
     "CDNA3 (MI300)": 512.0,
 }
 
+#: Bytes per cycle one SM's shared memory can read or write: 32 banks of 32 bits per clock cycle
+#: each (NVIDIA CUDA Programming Guide, shared memory; BibTeX key nvidia2025cudasmem).
+SMEM_BANKS = 32
+SMEM_BANK_BYTES = 4
+SMEM_BYTES_PER_CYCLE = float(SMEM_BANKS * SMEM_BANK_BYTES)
+
+#: Processing blocks (SM sub-partitions, each with one warp scheduler) per SM from Volta to Hopper:
+#: two Tensor Cores in each on Volta (nvidia2017volta), one from Ampere on (nvidia2020a100).
+PROCESSING_BLOCKS_PER_SM = 4
+
 #: Where each entry of :data:`FLOP_PER_TENSOR_CORE_PER_CYCLE` comes from (BibTeX keys in book/bib/).
 TENSOR_CORE_SOURCES = {
     "Volta (GV100)": "nvidia2017volta: 64 FP16 FMA per clock per Tensor Core (a 4x4x4 product), 8 per SM; "
@@ -442,3 +452,35 @@ def bytes_in_flight(bytes_per_cycle, latency_cycles):
     rate = _checks.positive("bytes_per_cycle", bytes_per_cycle)
     return rate * _checks.non_negative("latency_cycles", latency_cycles)
 
+
+
+@_checks.finite_result
+def smem_bytes_per_cycle(mma_tile_m, mma_tile_n, cta_tile_m, cta_tile_n, flop_per_cycle,
+                         element_bytes=2.0, smem_bandwidth=SMEM_BYTES_PER_CYCLE):
+    """Shared-memory traffic per cycle of one SM whose Tensor Cores run at full speed: dict of arrays.
+
+    ``read``: bytes of A and B per cycle the MMA issuers (a warp for ``mma.sync``, a warpgroup
+    for ``wgmma``) read from shared memory, each its own ``mma_tile_m`` x ``mma_tile_n`` tile's
+    strips once per K-step: flop_per_cycle x b (m + n) / (2 m n), :func:`operand_bytes_per_cycle`
+    of the issuer's tile. ``write``: bytes per cycle the copies from L2 or DRAM write into shared
+    memory, the strips of the ``cta_tile_m`` x ``cta_tile_n`` block tile. ``total`` = read + write;
+    ``share`` = total / ``smem_bandwidth`` (bytes per cycle per SM; 32 banks x 4 bytes = 128);
+    ``cap`` = min(1, 1 / share), the largest fraction of the Tensor Core peak shared memory allows.
+    A100 (2048 FLOP per cycle per SM), 64 x 64 warp tiles in a 128 x 128 block tile, 16 bits:
+    64 + 32 = 96 bytes per cycle, 0.75 of shared memory; the same tiles on an H100 (4096) need 192.
+    Explained in :doc:`/book/tensor_cores` (section "How operands reach the Tensor Cores").
+    """
+    mm = _checks.positive_int("mma_tile_m", mma_tile_m)
+    mn = _checks.positive_int("mma_tile_n", mma_tile_n)
+    cm = _checks.positive_int("cta_tile_m", cta_tile_m)
+    cn = _checks.positive_int("cta_tile_n", cta_tile_n)
+    fpc = _checks.positive("flop_per_cycle", flop_per_cycle)
+    b = _checks.positive("element_bytes", element_bytes)
+    bandwidth = _checks.positive("smem_bandwidth", smem_bandwidth)
+    read = fpc * b * (mm + mn) / (2.0 * mm * mn)
+    write = fpc * b * (cm + cn) / (2.0 * cm * cn)
+    total = read + write
+    share = total / bandwidth
+    read, write, total, share = np.broadcast_arrays(read, write, total, share)
+    return {"read": read * 1.0, "write": write * 1.0, "total": total * 1.0, "share": share * 1.0,
+            "cap": np.minimum(1.0, 1.0 / share)}

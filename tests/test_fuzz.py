@@ -228,6 +228,8 @@ REGISTRY: dict[str, dict | Entry] = {
     "tensor_cores.operand_bytes_per_cycle": dict(tile_m=128, tile_n=128, flop_per_cycle=4096.0,
                                                  element_bytes=2.0),
     "tensor_cores.bytes_in_flight": dict(bytes_per_cycle=13.9, latency_cycles=689.0),
+    "tensor_cores.smem_bytes_per_cycle": dict(mma_tile_m=64, mma_tile_n=64, cta_tile_m=128, cta_tile_n=128,
+                                              flop_per_cycle=4096.0, element_bytes=2.0, smem_bandwidth=128.0),
     # --- workloads ----------------------------------------------------------------------------
     "workloads.transformer_params": dict(layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, vocab=128256,
                                          input_embedding=False),

@@ -341,3 +341,54 @@ def test_derived_vs_published_refuses_non_records():
         tc.derived_vs_published("A100")
     with pytest.raises(ValueError, match="accelerators"):
         tc.derived_vs_published([1, 2])
+
+
+# --- shared memory against the Tensor Cores (section "How operands reach the Tensor Cores") ----
+
+def test_smem_bandwidth_is_32_banks_of_4_bytes():
+    assert tc.SMEM_BYTES_PER_CYCLE == 128.0
+
+
+@pytest.mark.parametrize("args, read, write, share, cap", [
+    ((64, 64, 128, 128, 2048.0), 64.0, 32.0, 0.75, 1.0),      # A100, mma.sync warp tiles
+    ((64, 64, 128, 128, 4096.0), 128.0, 64.0, 1.5, 2 / 3),    # H100, the same tiles
+    ((64, 256, 128, 256, 4096.0), 80.0, 48.0, 1.0, 1.0),      # H100, two 64 x 256 warpgroups
+])
+def test_smem_bytes_per_cycle_exact(args, read, write, share, cap):
+    out = tc.smem_bytes_per_cycle(*args)
+    assert out["read"] == read and out["write"] == write
+    assert out["total"] == read + write
+    assert out["share"] == pytest.approx(share) and out["cap"] == pytest.approx(cap)
+    assert out["read"] == tc.operand_bytes_per_cycle(*args[:2], args[4])
+
+
+def test_smem_bytes_per_cycle_broadcasts():
+    out = tc.smem_bytes_per_cycle(64, 64, 128, 128, np.array([2048.0, 4096.0]))
+    np.testing.assert_allclose(out["total"], [96.0, 192.0])
+    np.testing.assert_allclose(out["cap"], [1.0, 2 / 3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 512), n=st.integers(1, 512), k=st.integers(1, 8),
+       fpc=st.floats(1.0, 1e5), bw=st.floats(1.0, 1e4))
+def test_smem_bytes_per_cycle_properties(m, n, k, fpc, bw):
+    # A larger issuer tile (k times each side) never reads more; traffic scales with the rate.
+    small = tc.smem_bytes_per_cycle(m, n, m, n, fpc, smem_bandwidth=bw)
+    big = tc.smem_bytes_per_cycle(k * m, k * n, m, n, fpc, smem_bandwidth=bw)
+    assert big["read"] <= small["read"] * (1 + 1e-12)
+    double = tc.smem_bytes_per_cycle(m, n, m, n, 2 * fpc, smem_bandwidth=bw)
+    assert double["total"] == pytest.approx(2 * small["total"])
+    assert 0 < small["cap"] <= 1
+    assert small["cap"] == pytest.approx(min(1.0, bw / small["total"]))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(mma_tile_m=0), "mma_tile_m"), (dict(mma_tile_n=1.5), "mma_tile_n"),
+    (dict(cta_tile_m=-1), "cta_tile_m"), (dict(cta_tile_n=0), "cta_tile_n"),
+    (dict(flop_per_cycle=0), "flop_per_cycle"), (dict(element_bytes=-2), "element_bytes"),
+    (dict(smem_bandwidth=0), "smem_bandwidth"), (dict(flop_per_cycle=float("nan")), "flop_per_cycle"),
+])
+def test_smem_bytes_per_cycle_rejects_bad_input(kwargs, name):
+    base = dict(mma_tile_m=64, mma_tile_n=64, cta_tile_m=128, cta_tile_n=128, flop_per_cycle=4096.0)
+    with pytest.raises(ValueError, match=name):
+        tc.smem_bytes_per_cycle(**(base | kwargs))
