@@ -388,3 +388,6 @@ def test_sparsity_chapter_helpers_give_the_numbers_the_prose_uses():
     assert sx.overhead_bound_tokens("A100 SXM4 80GB") == 743
     assert sx.overhead_bound_tokens("RTX 4090") == 393
     assert sx.overhead_bound_tokens("H100 SXM5", hidden=16384) == 0
+    tokens, lowest = sx.hopper_fp8_gemm_lowest()
+    assert 256 < tokens < 512 and 1.4 < lowest < 1.5
+    assert lowest == pytest.approx(sx.hopper_fp8_gemm(tokens)["speedup"])

@@ -493,6 +493,16 @@ def hopper_fp8_gemm(tokens: int) -> dict:
                 d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth, dtype="fp8"))}
 
 
+def hopper_fp8_gemm_lowest(limit: int = 1 << 14) -> tuple:
+    """The token count (1 to ``limit``) where :func:`hopper_fp8_gemm`'s speed-up is lowest, and it."""
+    tokens = np.arange(1, limit + 1)
+    d, h100 = workloads.LLAMA3_8B["d_model"], hardware.get("H100 SXM5")
+    speedup = sparsity.sparse_gemm_speedup(d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth,
+                                           dtype="fp8")
+    i = int(np.argmin(speedup))
+    return int(tokens[i]), float(speedup[i])
+
+
 def hopper_fp8_share_needed(step_speedup: float, gemm_speedup: float) -> float:
     """Share of a step its sparse GEMMs must take for Amdahl's law to give ``step_speedup``."""
     return float(workloads.part_fraction_needed(step_speedup, gemm_speedup))
