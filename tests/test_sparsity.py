@@ -363,3 +363,31 @@ def test_todays_case_data():
     assert round(sx.sparse_llama_recovery(), 2) == 98.37
     assert sx.hopper_fp8_speedups()["latency"] == pytest.approx(1 / 0.7)
     assert sx.hopper_fp8_decode_bound() == pytest.approx(1.6)
+
+
+def test_sparsity_chapter_helpers_give_the_numbers_the_prose_uses():
+    from gpumodel.explorations import sparsity as sx
+    assert sx.violation_probability() == 5 / 16
+    assert sx.group_bits("fp16") == (36, 64)
+    assert sx.group_bits("fp8") == (20, 32)
+    assert sx.metadata_share("fp16") == 1 / 8
+    assert sx.metadata_share("fp8") == 1 / 4
+    assert sx.sparse_marlin_fraction() == 0.75
+    hop = sx.hopper_fp8_speedups()
+    assert hop["latency as ratio"] == pytest.approx(1.3)
+    assert hop["throughput"] == pytest.approx(1.2)
+    # below the FP8 byte bound under either reading of "30% lower latency"
+    assert max(hop["latency"], hop["latency as ratio"]) < sx.hopper_fp8_decode_bound()
+    one, many = sx.hopper_fp8_gemm(1), sx.hopper_fp8_gemm(256)
+    assert one["speedup"] == pytest.approx(1.6, rel=1e-3)
+    assert many["speedup"] == pytest.approx(1.5)
+    assert many["intensity"] == pytest.approx(2 * 4096 * 256 / (4096 + 2 * 256))
+    assert sx.hopper_fp8_share_needed(1.2, 2.0) == pytest.approx(1 / 3)
+    # a 1024 x 1024 FP16 GEMM is overhead-bound up to these token counts (5 us per kernel)
+    assert sx.overhead_bound_tokens("H100 SXM5") == 2358
+    assert sx.overhead_bound_tokens("A100 SXM4 80GB") == 743
+    assert sx.overhead_bound_tokens("RTX 4090") == 393
+    assert sx.overhead_bound_tokens("H100 SXM5", hidden=16384) == 0
+    tokens, lowest = sx.hopper_fp8_gemm_lowest()
+    assert 256 < tokens < 512 and 1.4 < lowest < 1.5
+    assert lowest == pytest.approx(sx.hopper_fp8_gemm(tokens)["speedup"])
