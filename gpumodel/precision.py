@@ -466,6 +466,8 @@ def absmax_quantize_int8(X, axis=-1) -> np.ndarray:
     if axis is not None and X.ndim == 0:
         raise ValueError(f"X must be an array for axis={axis!r} (got the single number "
                          f"{float(X):g}); pass axis=None to scale it by itself")
+    if isinstance(axis, np.ndarray) and axis.ndim == 0 and axis.dtype.kind in "iu":
+        axis = axis.item()  # a 0-d array of a whole number, as numpy takes it
     if axis is not None:
         if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
             raise ValueError(f"axis must be None or a whole number (got {axis!r})")

@@ -867,10 +867,7 @@ def _detail_value(row, key: str) -> str:
 def _detail_number(row, key: str, whole: bool = False) -> float:
     """The number ``key=`` of a row's detail: positive and finite (whole if ``whole``), never truncated."""
     text = _detail_value(row, key)
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if not (math.isfinite(number) and number > 0 and (not whole or number == int(number))):
         kind = "a whole number >= 1" if whole else "a positive finite number"
         raise ValueError(f"measured row {row.get('id')!r}: {key}= in its detail must be {kind} "

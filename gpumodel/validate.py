@@ -21,6 +21,7 @@ import csv
 import functools
 import io
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -427,10 +428,7 @@ def _detail_number(row: dict, key: str) -> float:
     if f"{key}=" not in detail:
         raise _Unscorable(f"its detail must state {key}= (params=, file_bytes= and context=)")
     text = detail.split(f"{key}=")[1].split(";")[0].strip()
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if not 1 <= number <= _LARGEST_DETAIL:
         raise _Unscorable(f"{key}= in its detail must be a number from 1 to "
                           f"{_LARGEST_DETAIL:.0e} (got {text!r:.40})")
@@ -483,9 +481,13 @@ def _mine_stream(row: dict, model: str, rows: dict, cal) -> float:
 def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
     parts, acc = _mine_sparse_card(row)
     pair = ".".join(parts[:-1] + ["dense"])
-    dense = rows.get((pair, row["hardware"]), {}).get("value")
+    dense_row = rows.get((pair, row["hardware"]), {})
+    dense = dense_row.get("value")
     if dense is None:  # the pair on the same board: a file may hold several boards' runs
         raise _Unscorable(f"needs the row {pair} on {row['hardware']} in the same file")
+    if dense_row.get("unit") != row["unit"]:
+        raise _Unscorable(f"its dense pair {pair} is in {dense_row.get('unit')!r:.40}, this row "
+                          f"in {row['unit']!r:.40}; both must be in the same unit")
     if model == "naive":
         return dense / 2.0
     m, k, n = _shape(parts[2])
@@ -577,6 +579,18 @@ RULES = (
     Rule("mine.allreduce.", "parallelism", "all-reduce", _mine_allreduce),
 )
 
+#: The units a reader's row of each family may state (those of the book's rows and of
+#: measurements/run.py); a row in another unit (MB/s for GB/s, s for ms) is not scored.
+READER_UNITS = {
+    "deepbench.": ("TFLOPS",), "stream.": ("GB/s",), "dle.": ("img/s", "tokens/s"),
+    "mamf.": ("TFLOPS",), "amdmaf.": ("TFLOPS",), "gemm.": ("TFLOPS", "TOPS"),
+    "gptfast.": ("tokens/s",), "aodecode.": ("tokens/s",), "sparse.llama3_8b.": ("tokens/s", "GB"),
+    "sparse.": ("img/s", "ms"), "nccl.": ("GB/s",), "torchdist.": ("GB/s",),
+    "lambda.": ("images/s", "sequences/s"), "decode.": ("tokens/s",), "train.": ("tokens/s",),
+    "torchao.llama3_8b.": ("tokens/s",), "mine.matmul.": ("TFLOPS",), "mine.stream.": ("GB/s",),
+    "mine.sparse.": ("ms",), "mine.allreduce.": ("GB/s",),
+}
+
 UNSCORED_REASONS = {
     "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
     "torchao.llama3_8b.": "an 8-bit pre-training run (the step model has no FP8 training path: "
@@ -628,7 +642,10 @@ def dataset(measurements: str | None = None) -> list[dict]:
         return measured.measurements() + [_collective_as_measurement(r) for r in measured.collectives()]
     path = _checks.text("measurements", measurements)
     try:
-        with open(path, "rb") as handle:
+        # opened without blocking: a named pipe nobody writes to reads as empty, not a hang
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError) as err:
         why = getattr(err, "strerror", None) or str(err)
@@ -655,7 +672,7 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
     byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
     formed but cannot be scored (an empty id, a value that is not a positive
-    number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
+    number in ASCII digits (``'٣'``, ``'３'`` and ``2_900`` are refused), a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
     hardware of an earlier row) is kept
     with its reason in ``problem``; every row carries ``file`` and ``line``.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
@@ -727,15 +744,13 @@ def _parsed_row(row: dict, name: str, line: int) -> dict:
 def _reader_number(text: str, column: str, whole: bool) -> tuple[float | None, str | None]:
     if whole and not text:
         return None, None
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if whole and not (1 <= number <= MAX_COUNT and number == int(number)):
         return None, (f"{column} must be empty or a whole number from 1 to {MAX_COUNT} "
-                      f"(got {text!r:.40})")
+                      f"in ASCII digits (got {text!r:.40})")
     if not whole and not (math.isfinite(number) and number > 0):
-        return None, f"{column} must be a positive number (got {text!r:.40})"
+        return None, (f"{column} must be a positive number in ASCII digits, such as 2900 or "
+                      f"2.9e3 (got {text!r:.40})")
     return number, None
 
 
@@ -891,6 +906,9 @@ def _predict(rule, row, model, by_id, cal, reader: bool) -> tuple[float | None, 
         return None, row["problem"]
     if rule is None:
         return None, _no_rule(row["id"]) if reader else None
+    if reader and row["unit"] not in READER_UNITS[rule.prefix]:
+        return None, (f"unit {row['unit']!r:.40} is not one this family is predicted in "
+                      f"({', '.join(READER_UNITS[rule.prefix])})")
     try:
         predicted = rule.predict(row, model, by_id, cal)
     except _Unscorable as err:
