@@ -1074,3 +1074,63 @@ def test_a_huge_name_is_refused_in_one_short_message(slot):
     except ValueError as err:
         assert len(str(err)) < 10_000, f"{key}({name}=...): message of {len(str(err))} characters"
     assert time.perf_counter() - start < SLOW
+
+
+# --- the same number in another type ----------------------------------------------------------
+
+def _same_number_as(value):
+    """(label, value) pairs: ``value`` as a 0-d array, numpy scalars and a Fraction, all valid."""
+    import fractions
+
+    cases = [("0-d array", np.array(value)), ("numpy float", np.float64(value)),
+             ("fraction", fractions.Fraction(value).limit_denominator(10**12)
+              if isinstance(value, float) else fractions.Fraction(value))]
+    if isinstance(value, int) and abs(value) < 2**62:
+        cases += [("numpy int", np.int64(value)), ("0-d int array", np.array(value, dtype=np.int64))]
+    return cases
+
+
+#: Parameters refusing a float that holds a whole number, as numpy does (an axis).
+WHOLE_TYPE_ONLY = {("precision.absmax_quantize_int8", "axis")}
+
+
+@pytest.mark.parametrize("key", sorted(k for k in set(REGISTRY) & set(public_functions())
+                                       if any(_is_number(v) for v in baseline(k).values())))
+def test_the_same_number_in_another_type_gives_the_same_result(key):
+    """A number given as a 0-d array, a numpy scalar or a Fraction is valid input: never
+    refused, and the result equals the baseline's (a slider's min as np.array(0) included)."""
+    fn, kwargs = target(key), baseline(key)
+    expected = fn(**kwargs)
+    problems = []
+    for name, value in kwargs.items():
+        if not _is_number(value):
+            continue
+        for label, other in _same_number_as(value):
+            if (key, name) in WHOLE_TYPE_ONLY and label in ("numpy float", "fraction"):
+                continue
+            try:
+                result = fn(**{**kwargs, name: other})
+            except Exception as err:  # noqa: BLE001
+                problems.append(f"{name} as {label}: {type(err).__name__}: {str(err)[:120]}")
+                continue
+            if not callable(expected) and not _same_value(result, expected):
+                problems.append(f"{name} as {label}: a different result")
+    assert not problems, f"{key}: " + "; ".join(problems[:8])
+
+
+def _same_value(a, b) -> bool:
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return dataclasses.is_dataclass(b) and _same_value(dataclasses.asdict(a),
+                                                           dataclasses.asdict(b))
+    if hasattr(a, "equals") and hasattr(a, "columns"):
+        return a.equals(b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            _same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    try:
+        return bool(np.allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                                rtol=1e-12, atol=0, equal_nan=True))
+    except (TypeError, ValueError):
+        return a == b
