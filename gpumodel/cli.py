@@ -217,6 +217,10 @@ def _check_finite(rows: list[dict]) -> None:
                 raise ValueError(f"{key} is not finite ({value}); the inputs are too large or too small")
 
 
+#: Strict JSON (no NaN or Infinity: the rows and the summary are checked to be finite first).
+_JSON = json.JSONEncoder(indent=2, default=float, allow_nan=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -226,15 +230,24 @@ def main(argv: list[str] | None = None) -> int:
             payload = {"rows": rows, "summary": extra[0]} if extra else rows
             if extra and "unscored" in extra[0]:
                 payload["unscored"] = payload["summary"].pop("unscored")
-            text = json.dumps(payload, indent=2, default=float, allow_nan=False)
+            if extra:
+                json.dumps(payload["summary"], default=float, allow_nan=False)  # finite?
+            # written piece by piece (below): 290,000 rows as one string would take 300 MB more
+            chunks = _JSON.iterencode(payload)
         else:
-            text = _table(rows, columns) + (_summary_text(extra[0]) if extra else "")
+            chunks = [_table(rows, columns) + (_summary_text(extra[0]) if extra else "")]
     except (ValueError, OverflowError, ZeroDivisionError) as err:
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"gpumodel: error: {message}", file=sys.stderr)
         return 2
     try:
-        print(text)
+        batch = []
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) == 8192:
+                sys.stdout.write("".join(batch))
+                batch.clear()
+        sys.stdout.write("".join(batch) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

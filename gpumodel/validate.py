@@ -698,12 +698,16 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
         what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
         raise ValueError(f"{where}, line {header_line}: {what}; expected {expected}")
     out, seen = [], {}
+    shared: dict[str, str] = {}  # one copy of each repeated field (hardware, unit, detail, ...)
+    unique = columns.index("id")
     while (item := _next_fields(reader, where)) is not None:
         line, fields = item
         if len(fields) != len(columns):
             raise ValueError(f"{where}, line {line}: {len(fields)} fields where the header has "
                              f"{len(columns)} (a stray comma or quote?)")
-        row = _parsed_row(dict(zip(columns, (f.strip() for f in fields))), name, line)
+        fields = [f.strip() if i == unique else shared.setdefault(f.strip(), f.strip())
+                  for i, f in enumerate(fields)]
+        row = _parsed_row(dict(zip(columns, fields)), name, line)
         first = seen.setdefault((row["id"], row["hardware"]), line)
         if first != line and not row["problem"]:
             row["problem"] = (f"repeats the id and hardware of line {first}; keep one row "
