@@ -670,11 +670,12 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
 
     A file that is not a CSV of that schema (a missing column, a row with more or fewer
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
-    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
-    formed but cannot be scored (an empty id, a value that is not a positive
-    number in ASCII digits (``'٣'``, ``'３'`` and ``2_900`` are refused), a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
-    hardware of an earlier row) is kept
-    with its reason in ``problem``; every row carries ``file`` and ``line``.
+    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a
+    ValueError naming ``text``, ``name`` and the line. A row that is well formed but cannot be
+    scored (an empty id, a value that is not a positive number in ASCII digits (``'٣'``,
+    ``'３'`` and ``2_900`` are refused), a batch or gpus that is not a whole number from 1 to
+    :data:`MAX_COUNT`, the id and hardware of an earlier row) is kept with its reason in
+    ``problem``; every row carries ``file`` and ``line``.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     text = _checks.text("text", text)

@@ -465,3 +465,23 @@ def test_head_reads_one_line_without_a_traceback():
     result = subprocess.run(f"{sys.executable} -m gpumodel rank --workload llm-decode | head -1",
                             shell=True, capture_output=True, text=True)
     assert result.stdout.count("\n") == 1 and result.stderr == ""
+
+
+@pytest.mark.parametrize("given, canonical", [
+    (["list", "--kind", "GPU"], ["list", "--kind", "gpu"]),
+    (["rank", "--workload", "LLM-DECODE"], ["rank", "--workload", "llm-decode"]),
+    (["rank", "--workload", "cnn train"], ["rank", "--workload", "cnn-train"]),
+    (["validate", "--chapter", "Sparsity", "--model", "NAIVE"],
+     ["validate", "--chapter", "sparsity", "--model", "naive"]),
+    (["matmul", "-a", "h100 sxm5", "-m", "8", "-k", "8", "-n", "8", "--scheme", "All Pairs"],
+     ["matmul", "-a", "H100 SXM5", "-m", "8", "-k", "8", "-n", "8", "--scheme", "all_pairs"]),
+])
+def test_names_on_the_command_line_are_read_as_the_library_reads_them(capsys, given, canonical):
+    """A workload, chapter, model, kind or scheme in another case (or with a space for - or _)
+    is the same name, as --dtype and accelerator names already were; an unknown one exits 2."""
+    assert cli.main([*given, "--json"]) == 0
+    first = capsys.readouterr().out
+    assert cli.main([*canonical, "--json"]) == 0
+    assert capsys.readouterr().out == first
+    assert cli.main([given[0], given[1], "no-such-name"] + given[3:]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
