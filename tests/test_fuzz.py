@@ -1134,3 +1134,48 @@ def _same_value(a, b) -> bool:
                                 rtol=1e-12, atol=0, equal_nan=True))
     except (TypeError, ValueError):
         return a == b
+
+
+# --- explorations with every slider at an end at once ------------------------------------------
+
+def _corners(exploration, most: int = 16):
+    """Parameter sets with every slider at its min or max together (at most ``most`` of the
+    2**sliders corners, spread evenly) and each choice's options in turn."""
+    import itertools
+
+    sliders = [p for p in exploration.params if isinstance(p, explore.Slider)]
+    choices = [p for p in exploration.params if not isinstance(p, explore.Slider)]
+    corners = list(itertools.product(*[(p.min, p.max) for p in sliders]))
+    corners = corners[::max(1, len(corners) // most)]
+    options = list(itertools.product(*[c.options for c in choices]))
+    options = options[::max(1, len(options) // 4)]
+    for corner in corners:
+        for picked in options:
+            yield {**exploration.defaults(), **dict(zip((p.name for p in sliders), corner)),
+                   **dict(zip((c.name for c in choices), picked))}
+
+
+@pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)
+def test_exploration_at_every_corner_and_past_each_end_keeps_the_contract(exploration):
+    """Every slider at an end together (finite results, or a ValueError naming a slider), and
+    each slider just past an end, far past it and at the library's ±1e15 bound (refused
+    naming it, or an ulp past clamped to the end)."""
+    names = {p.name for p in exploration.params}
+    drop = tuple(EXPLORATION_NONFINITE_OK.get(exploration.name, ()))
+    problems = []
+    for values in _corners(exploration):
+        problem = check(lambda: exploration.table(**values), names, drop_columns=drop)
+        if problem:
+            problems.append(f"{values}: {problem}")
+    for p in exploration.params:
+        if not isinstance(p, explore.Slider):
+            continue
+        span = float(p.max) - float(p.min)
+        for value in (np.nextafter(float(p.min), -np.inf), np.nextafter(float(p.max), np.inf),
+                      float(p.min) - span / 1000 - 1, float(p.max) + span / 1000 + 1,
+                      -1e15, 1e15, 1e16):
+            values = {**exploration.defaults(), p.name: value}
+            problem = check(lambda: exploration.table(**values), names, drop_columns=drop)
+            if problem:
+                problems.append(f"{p.name}={value!r}: {problem}")
+    assert not problems, "\n".join(problems[:10])
