@@ -422,8 +422,18 @@ def _kernel_arrays(kernels: dict):
     return flops, nbytes, launches, np.array(kinds)
 
 
+#: Most (kernel, column) pairs one call times: each term is an array of that many floats, so
+#: 2**24 pairs take about a gigabyte in all (the book's largest sweep has about 20,000).
+MAX_KERNEL_CELLS = 2**24
+
+
 def _kernel_terms(kernels: dict, rates: dict):
     flops, nbytes, launches, kinds = _kernel_arrays(kernels)
+    columns = rates["gemm"].size
+    if flops.size * columns > MAX_KERNEL_CELLS:
+        raise ValueError(f"kernels has {flops.size:,} kernels and the rates {columns:,} columns: "
+                         f"more than {MAX_KERNEL_CELLS:,} (kernel, column) pairs to time in one "
+                         "call; split the kernels or the columns")
     compute_rate = np.where((kinds == "conv")[:, None], rates["conv"][None, :],
                             rates["gemm"][None, :])
     compute_rate = np.where((kinds == "attention")[:, None],

@@ -1179,3 +1179,17 @@ def test_exploration_at_every_corner_and_past_each_end_keeps_the_contract(explor
             if problem:
                 problems.append(f"{p.name}={value!r}: {problem}")
     assert not problems, "\n".join(problems[:10])
+
+
+def test_a_kernel_table_times_columns_past_the_bound_is_refused_not_allocated():
+    """4,096 kernels x 8,192 rate columns would be 33 million cells per term (gigabytes):
+    refused naming kernels, before any array of that size is made."""
+    n = 4096
+    kernels = {"flops": np.full(n, 1e9), "bytes": np.full(n, 1e6), "launches": np.ones(n)}
+    rates = {k: np.full(2 * n, v) for k, v in REGISTRY["throughput.device_seconds"].kwargs[
+        "rates"].items() for v in v}
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"kernels has 4,096 kernels"):
+        throughput.device_seconds(kernels, rates)
+    assert time.perf_counter() - start < SLOW
+    assert throughput.device_seconds(kernels, {k: v[:8] for k, v in rates.items()}).shape == (8,)
