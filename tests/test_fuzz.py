@@ -1193,3 +1193,53 @@ def test_a_kernel_table_times_columns_past_the_bound_is_refused_not_allocated():
         throughput.device_seconds(kernels, rates)
     assert time.perf_counter() - start < SLOW
     assert throughput.device_seconds(kernels, {k: v[:8] for k, v in rates.items()}).shape == (8,)
+
+
+# --- chart helpers (charts is display code, outside MODULES, but takes a reader's numbers) -----
+
+@pytest.mark.parametrize("func, kwargs", [
+    ("identity_line", dict(lo=1.0, hi=10.0)),
+    ("error_band_area", dict(lo=1.0, hi=10.0, low=-0.2, high=0.3)),
+])
+def test_chart_helpers_keep_the_contract(func, kwargs):
+    """Every GENERIC value in each bound: a ValueError naming it (never TypeError or
+    OverflowError for None, a list or 10**400; never a bool or "1" drawn as a number)."""
+    from gpumodel import charts
+
+    fn = getattr(charts, func)
+    problems = []
+    for name in kwargs:
+        for label, value in GENERIC:
+            if label in ("zero", "negative", "negative_float", "half", "tiny", "small", "huge",
+                         "big_int", "big_count"):
+                continue  # numbers: drawn or refused by range, either keeps the contract
+            problem = _refusal(lambda: fn(**{**kwargs, name: value}), name)
+            if problem:
+                problems.append(f"{name} [{label}]: {problem}")
+    assert not problems, f"{func}: " + "; ".join(problems[:8])
+    assert fn(**{k: np.array(v) for k, v in kwargs.items()}).to_dict()  # 0-d arrays are numbers
+    if func == "error_band_area":  # a band edge past float64 (hi x (1 + high)) is refused
+        assert _refusal(lambda: fn(1.0, 1e308, 0.0, 1e10), "high") is None
+
+
+@pytest.mark.parametrize("func", ["embed_html", "data_html"])
+@pytest.mark.parametrize("spec", [None, [], "spec", 3.0])
+def test_chart_html_refuses_what_is_not_a_spec(func, spec):
+    from gpumodel import charts
+
+    assert _refusal(lambda: getattr(charts, func)(spec), "spec") is None
+
+
+def test_a_nan_in_a_spec_is_drawn_as_missing_not_written_as_invalid_json():
+    """The page parses the spec with JSON.parse, which refuses NaN and Infinity: the chart
+    would silently not draw. They are written as null (missing, as Vega reads it)."""
+    from gpumodel import charts
+
+    spec = {"description": "d", "mark": "point",
+            "data": {"values": [{"x": 1.0, "y": math.nan}, {"x": math.inf, "y": 2.0}]}}
+    page = charts.embed_html(spec)
+    stored = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1)
+    assert _strict_json(stored.replace("\\u003c", "<"))["data"]["values"] == [
+        {"x": 1.0, "y": None}, {"x": None, "y": 2.0}]
+    finite = {**spec, "data": {"values": [{"x": 1.0, "y": 2.0}]}}
+    assert charts.embed_html(finite) == charts.embed_html(finite)  # ids unchanged for the rest
