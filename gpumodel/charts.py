@@ -96,13 +96,22 @@ def _theme() -> dict:
                        "mark": {"color": BLUE}}}
 
 
+def _bound(name: str, value) -> float:
+    """``value`` as one float (NaN and inf too, which the range checks then refuse); None, bools,
+    strings, arrays of more than one number are refused naming ``name``."""
+    number = _checks.as_array(name, value, allow_nonfinite=True)
+    if number.ndim:
+        raise ValueError(f"{name} must be a single number (got shape {number.shape})")
+    return float(number)
+
+
 def identity_line(lo: float, hi: float, scale=None):
     """The dashed grey diagonal y = x from ``lo`` to ``hi``: where a prediction equals its measurement.
 
     ``scale`` (an ``alt.Scale``) is shared with the points the line is layered with.
     Explained in :doc:`/book/about` (section "How the interactive figures work").
     """
-    lo, hi = _checks.scalar("lo", lo), _checks.scalar("hi", hi)
+    lo, hi = _bound("lo", lo), _bound("hi", hi)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"identity_line needs finite lo < hi (got lo={lo!r}, hi={hi!r})")
     kwargs = {} if scale is None else {"scale": scale}
@@ -118,7 +127,7 @@ def error_band_area(lo: float, hi: float, low: float, high: float, scale=None):
     error: :func:`gpumodel.validate.error_band`). ``scale`` is shared with the points.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    lo, hi, low, high = (_checks.scalar(name, v) for name, v in
+    lo, hi, low, high = (_bound(name, v) for name, v in
                          (("lo", lo), ("hi", hi), ("low", low), ("high", high)))
     if not (math.isfinite(lo) and math.isfinite(hi) and 0.0 < lo < hi):
         raise ValueError(f"error_band_area needs finite 0 < lo < hi (got lo={lo!r}, hi={hi!r})")
