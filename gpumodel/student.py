@@ -15,12 +15,44 @@ from pathlib import Path
 TAG = "solution"
 
 
+#: Largest notebook read, in bytes (the book's largest, with its outputs, is a few MB).
+MAX_NOTEBOOK_BYTES = 256 * 2**20
+
+
+def _read(path: str | Path):
+    """The notebook at ``path`` (nbformat 4), or a ValueError naming the path and why it cannot
+    be read: missing, a directory, not JSON, not a notebook. A named pipe nobody writes to is
+    read as empty, never waited on."""
+    import os
+
+    import nbformat
+
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path must be a file name (got {type(path).__name__})")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
+            data = handle.read(MAX_NOTEBOOK_BYTES + 1)
+    except (OSError, ValueError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise ValueError(f"{str(path)!r}: cannot read it ({why})") from None
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"{str(path)!r}: larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # noqa: BLE001 - nbformat raises many kinds for a bad file
+        message = " ".join(str(err).split())[:200]
+        raise ValueError(f"{str(path)!r}: not a Jupyter notebook ({message})") from None
+    return nb
+
+
 def student_notebook(path: str | Path):
     """The notebook at ``path`` with its solution cells removed and all outputs cleared."""
-    import nbformat
     from nbconvert.preprocessors import ClearOutputPreprocessor, TagRemovePreprocessor
 
-    nb = nbformat.read(str(path), as_version=4)
+    nb = _read(path)
     remove = TagRemovePreprocessor(remove_cell_tags={TAG}, enabled=True)
     nb, _ = remove.preprocess(nb, {})
     nb, _ = ClearOutputPreprocessor(enabled=True).preprocess(nb, {})
@@ -30,9 +62,7 @@ def student_notebook(path: str | Path):
 
 def has_exercises(path: str | Path) -> bool:
     """Whether the notebook holds at least one tagged solution (a chapter with exercises)."""
-    import nbformat
-
-    nb = nbformat.read(str(path), as_version=4)
+    nb = _read(path)
     return any(TAG in c.metadata.get("tags", []) for c in nb.cells)
 
 
@@ -56,7 +86,12 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: python -m gpumodel.student OUTDIR NOTEBOOK...", file=sys.stderr)
         return 2
-    written = write(argv[0], argv[1:])
+    try:
+        written = write(argv[0], argv[1:])
+    except (OSError, ValueError) as err:  # a bad notebook, or an OUTDIR that cannot be made
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"gpumodel.student: error: {message}", file=sys.stderr)
+        return 2
     print(f"wrote {len(written)} student notebooks to {argv[0]}")
     return 0
 
@@ -94,13 +129,11 @@ def outline(notebooks) -> list[dict]:
     """
     import re
 
-    import nbformat
-
     out = []
     for path in map(Path, notebooks):
         if not has_exercises(path):
             continue
-        nb = nbformat.read(str(path), as_version=4)
+        nb = _read(path)
         objectives = []
         for cell in nb.cells:
             if "Learning objectives" in cell.source:

@@ -102,3 +102,29 @@ def test_exercise_labels_are_unique_book_wide():
         labels += [m for c in nb.cells if c.cell_type == "markdown"
                    for m in re.findall(r"^```\{exercise\}\n:label: (\S+)", c.source, re.M)]
     assert len(labels) == len(set(labels)), sorted(l for l in labels if labels.count(l) > 1)
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not json", b'{"cells": 5}', b"\xff\xfe",
+                                     "directory", "fifo"])
+def test_a_bad_notebook_exits_2_with_one_line(tmp_path, content):
+    """A missing file, a directory, a named pipe nobody writes to, an empty or non-JSON file,
+    JSON that is not a notebook: one line naming the file, exit 2 (tracebacks, or a hang on the
+    pipe, before); has_exercises raises a ValueError naming it."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.ipynb"
+    if content == "directory":
+        path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
+    elif content is not None:
+        path.write_bytes(content)
+    result = subprocess.run([sys.executable, "-m", "gpumodel.student", str(tmp_path / "out"),
+                             str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0], result.stderr
+    with pytest.raises(ValueError, match="bad.ipynb"):
+        student.has_exercises(path)
