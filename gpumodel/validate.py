@@ -709,6 +709,8 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
         fields = [f.strip() if i == unique else shared.setdefault(f.strip(), f.strip())
                   for i, f in enumerate(fields)]
         row = _parsed_row(dict(zip(columns, fields)), name, line)
+        if [f.lower() for f in fields] == [c.lower() for c in columns]:
+            row["problem"] = "repeats the header (two files joined?); not a measurement"
         first = seen.setdefault((row["id"], row["hardware"]), line)
         if first != line and not row["problem"]:
             row["problem"] = (f"repeats the id and hardware of line {first}; keep one row "

@@ -234,6 +234,14 @@ def test_a_sparse_row_whose_dense_pair_is_in_another_unit_is_not_scored(tmp_path
     assert "unit 's'" in reasons[3] and "same unit" in reasons[4]
 
 
+def test_a_header_repeated_inside_the_file_is_listed_as_such(tmp_path):
+    """Two files joined: the second header is a row that says so, not "value must be a
+    positive number (got 'value')"."""
+    path, result = _validate_file(tmp_path, HEADER + STREAM + HEADER.upper(), "--json")
+    [entry] = _strict(result.stdout)["unscored"]
+    assert entry["line"] == 3 and "repeats the header" in entry["reason"]
+
+
 def test_a_named_pipe_nobody_writes_to_is_refused_not_waited_on(tmp_path):
     import os
     fifo = tmp_path / "pipe.csv"
