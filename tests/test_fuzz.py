@@ -1243,3 +1243,16 @@ def test_a_nan_in_a_spec_is_drawn_as_missing_not_written_as_invalid_json():
         {"x": 1.0, "y": None}, {"x": None, "y": 2.0}]
     finite = {**spec, "data": {"values": [{"x": 1.0, "y": 2.0}]}}
     assert charts.embed_html(finite) == charts.embed_html(finite)  # ids unchanged for the rest
+
+
+@pytest.mark.parametrize("steps", [np.array([3000, 3000, 3000]), 2**26, 0, 2.5, None, "3000"])
+def test_a_synthetic_run_refuses_steps_it_cannot_take_naming_them(steps):
+    """An array of steps was read by numpy as a shape (201 GiB asked for) and 2**26 steps took
+    13 s: steps is a whole number from 1 to MAX_RUN_STEPS, refused naming it."""
+    from gpumodel.explorations import low_precision as lpe
+
+    for fn in (lpe.step_peaks, lpe.dynamic_scaling_frame):
+        start = time.perf_counter()
+        assert _refusal(lambda: fn(steps=steps), "steps") is None
+        assert time.perf_counter() - start < SLOW
+    assert lpe.step_peaks(np.array(3000)).shape == (3000,)
