@@ -169,7 +169,7 @@ def embed_html(spec: dict) -> str:
         raise ValueError(f"spec must be a Vega-Lite spec, a dict (got {type(spec).__name__})")
     try:
         text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # NaN or inf, which the page's JSON.parse refuses: missing, as Vega reads null
+    except ValueError:  # NaN or inf, which the page's JSON.parse refuses: null, missing to Vega
         text = json.dumps(_nonfinite_as_null(spec), sort_keys=True, separators=(",", ":"),
                           allow_nan=False)
     chart_id = "vl-" + hashlib.sha1(text.encode()).hexdigest()[:16]

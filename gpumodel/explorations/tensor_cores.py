@@ -172,14 +172,16 @@ MAX_TIMELINE_TILES = 1000
 
 
 def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
-    """Gantt chart of a serial and a double-buffered loop over ``k_tiles`` tiles: when each tile loads and computes.
+    """Gantt chart of a serial and a double-buffered loop over ``k_tiles`` tiles: when each tile
+    loads and computes.
 
-    ``k_tiles`` is a whole number from 1 to :data:`MAX_TIMELINE_TILES`; the cycles are numbers >= 0.
+    ``k_tiles`` is a whole number from 1 to :data:`MAX_TIMELINE_TILES`; the cycles are
+    numbers >= 0.
     """
     k_tiles = _checks.count("k_tiles", k_tiles, MAX_TIMELINE_TILES)
-    load_cycles = float(_checks.non_negative("load_cycles", _checks.scalar("load_cycles", load_cycles)))
-    compute_cycles = float(_checks.non_negative("compute_cycles",
-                                                _checks.scalar("compute_cycles", compute_cycles)))
+    load_cycles, compute_cycles = (
+        float(_checks.non_negative(name, _checks.scalar(name, value)))
+        for name, value in (("load_cycles", load_cycles), ("compute_cycles", compute_cycles)))
     rows = []
     for loop, flag in (("serial", False), ("double buffered", True)):
         load_start, load_end, compute_end, previous_end = 0.0, 0.0, 0.0, 0.0
