@@ -11,6 +11,7 @@ import difflib
 import functools
 import inspect
 import numbers
+import re
 
 import numpy as np
 
@@ -125,6 +126,18 @@ def seed(value, name: str = "seed") -> int:
         raise ValueError(f"{name} must be a single whole number in [0, {MAX_SEED}] "
                          f"(got {number:g})")
     return int(number)
+
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def plain_number(text: str) -> float:
+    """``text`` as a float if it is a plain ASCII decimal number (``2900``, ``-1.5``, ``3e12``),
+    else NaN: what Python's ``float`` also reads (Arabic-Indic or full-width digits such as
+    ``'٣'`` or ``'３'``, underscores as in ``2_900``, ``inf``, ``nan``) is not a number in a CSV."""
+    if not _PLAIN_NUMBER.fullmatch(text):
+        return float("nan")
+    return float(text)
 
 
 def flag(name: str, value) -> bool:

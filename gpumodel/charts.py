@@ -33,6 +33,8 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from . import _checks
+
 BOOK_ENV = "GPUMODEL_BOOK"
 BUNDLE_NAME = "vega-bundle.js"
 
@@ -94,13 +96,22 @@ def _theme() -> dict:
                        "mark": {"color": BLUE}}}
 
 
+def _bound(name: str, value) -> float:
+    """``value`` as one float (NaN and inf too, which the range checks then refuse); None, bools,
+    strings, arrays of more than one number are refused naming ``name``."""
+    number = _checks.as_array(name, value, allow_nonfinite=True)
+    if number.ndim:
+        raise ValueError(f"{name} must be a single number (got shape {number.shape})")
+    return float(number)
+
+
 def identity_line(lo: float, hi: float, scale=None):
     """The dashed grey diagonal y = x from ``lo`` to ``hi``: where a prediction equals its measurement.
 
     ``scale`` (an ``alt.Scale``) is shared with the points the line is layered with.
     Explained in :doc:`/book/about` (section "How the interactive figures work").
     """
-    lo, hi = float(lo), float(hi)
+    lo, hi = _bound("lo", lo), _bound("hi", hi)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"identity_line needs finite lo < hi (got lo={lo!r}, hi={hi!r})")
     kwargs = {} if scale is None else {"scale": scale}
@@ -116,12 +127,16 @@ def error_band_area(lo: float, hi: float, low: float, high: float, scale=None):
     error: :func:`gpumodel.validate.error_band`). ``scale`` is shared with the points.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    lo, hi, low, high = (float(v) for v in (lo, hi, low, high))
+    lo, hi, low, high = (_bound(name, v) for name, v in
+                         (("lo", lo), ("hi", hi), ("low", low), ("high", high)))
     if not (math.isfinite(lo) and math.isfinite(hi) and 0.0 < lo < hi):
         raise ValueError(f"error_band_area needs finite 0 < lo < hi (got lo={lo!r}, hi={hi!r})")
     if not (math.isfinite(low) and math.isfinite(high) and -1.0 < low <= high):
         raise ValueError("error_band_area needs finite -1 < low <= high "
                          f"(got low={low!r}, high={high!r})")
+    if not math.isfinite(hi * (1 + high)):
+        raise ValueError(f"error_band_area: hi x (1 + high) overflows float64 (got hi={hi!r}, "
+                         f"high={high!r})")
     kwargs = {} if scale is None else {"scale": scale}
     frame = pd.DataFrame({"x": [lo, hi], "band_low": [lo * (1 + low), hi * (1 + low)],
                           "band_high": [lo * (1 + high), hi * (1 + high)]})
@@ -150,11 +165,28 @@ def embed_html(spec: dict) -> str:
     The spec is stored as JSON in the page and drawn lazily: when the chart nears the screen, or
     when the browser is idle after the page has loaded (:data:`LAZY_MARGIN`).
     """
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    if not isinstance(spec, dict):
+        raise ValueError(f"spec must be a Vega-Lite spec, a dict (got {type(spec).__name__})")
+    try:
+        text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # NaN or inf, which the page's JSON.parse refuses: null, missing to Vega
+        text = json.dumps(_nonfinite_as_null(spec), sort_keys=True, separators=(",", ":"),
+                          allow_nan=False)
     chart_id = "vl-" + hashlib.sha1(text.encode()).hexdigest()[:16]
     # "<" as its JSON escape: nothing in the spec can close the script element or open a comment
     return _EMBED.format(id=chart_id, spec=text.replace("<", "\\u003c"), bundle=BUNDLE_NAME,
                          margin=LAZY_MARGIN)
+
+
+def _nonfinite_as_null(value):
+    """``value`` (a spec, nested dicts and lists) with every NaN and inf float as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _nonfinite_as_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_nonfinite_as_null(v) for v in value]
+    return value
 
 
 def _cell(value) -> str:
@@ -213,6 +245,8 @@ def data_html(spec: dict, max_rows: int = MAX_TABLE_ROWS) -> str:
     """
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ValueError(f"max_rows must be a whole number >= 1 (got {max_rows!r:.60})")
+    if not isinstance(spec, dict):
+        raise ValueError(f"spec must be a Vega-Lite spec, a dict (got {type(spec).__name__})")
     values = _bound_values(spec)
     tables, cut = [], 0
     for rows in _datasets(spec):

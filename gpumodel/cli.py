@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import hardware, memory, throughput, validate
+from . import _checks, hardware, memory, throughput, validate
 from .units import MiB, TFLOPS
 
 
@@ -164,12 +164,22 @@ def _reproduce(args) -> tuple[list[dict], list[str]]:
     return audit.reproduce(), ["id", "seed_value", "model_value", "unit", "status", "note"]
 
 
+def _named(options):
+    """An argparse ``type`` reading a name as the library does (any case, ``_`` or ``-`` or a
+    space alike: ``LLM-DECODE``, ``output stationary``), so that ``choices`` then matches it."""
+    lookup = {_checks._normal(o): o for o in options}
+
+    def name(text: str) -> str:
+        return lookup.get(_checks._normal(text), text)
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m gpumodel", description="Estimates from the book's models.")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("list", help="list the accelerators in the hardware table")
-    p.add_argument("--kind", choices=["gpu", "tpu"])
+    p.add_argument("--kind", choices=["gpu", "tpu"], type=_named(["gpu", "tpu"]))
     p.set_defaults(run=_list)
     p = sub.add_parser("show", help="every field of one accelerator")
     p.add_argument("name")
@@ -181,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, required=True)
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--tile", type=int, default=128)
-    p.add_argument("--scheme", default="output_stationary", choices=memory.LOAD_SCHEMES)
+    p.add_argument("--scheme", default="output_stationary", choices=memory.LOAD_SCHEMES,
+                   type=_named(memory.LOAD_SCHEMES))
     p.add_argument("--bandwidth-unit", default="GB/s", help="how to read the datasheet bandwidth (GB/s or GiB/s)")
     p.set_defaults(run=_matmul)
     p = sub.add_parser("compare", help="bandwidth, peak and ridge point of two accelerators")
@@ -190,13 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="fp16")
     p.set_defaults(run=_compare)
     p = sub.add_parser("rank", help="every accelerator's modelled throughput relative to a reference card")
-    p.add_argument("--workload", required=True, choices=throughput.WORKLOADS)
+    p.add_argument("--workload", required=True, choices=throughput.WORKLOADS,
+                   type=_named(throughput.WORKLOADS))
     p.add_argument("--reference", default=throughput.REFERENCE, help="the card to divide by")
     p.add_argument("--batch", type=int, help="sequences, images or decoded sequences per step")
     p.set_defaults(run=_rank)
     p = sub.add_parser("validate", help="every measured row against the prediction of the chapter that owns it")
-    p.add_argument("--chapter", choices=validate.CHAPTERS)
+    p.add_argument("--chapter", choices=validate.CHAPTERS, type=_named(validate.CHAPTERS))
     p.add_argument("--model", default="book", choices=validate.MODELS,
+                   type=_named(validate.MODELS),
                    help="book: the chapters' models; naive: datasheet peaks alone")
     p.add_argument("--measurements", help="a CSV written by measurements/run.py instead of the book's data")
     p.add_argument("--cv", action="store_true",
@@ -217,6 +230,10 @@ def _check_finite(rows: list[dict]) -> None:
                 raise ValueError(f"{key} is not finite ({value}); the inputs are too large or too small")
 
 
+#: Strict JSON (no NaN or Infinity: the rows and the summary are checked to be finite first).
+_JSON = json.JSONEncoder(indent=2, default=float, allow_nan=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -226,15 +243,24 @@ def main(argv: list[str] | None = None) -> int:
             payload = {"rows": rows, "summary": extra[0]} if extra else rows
             if extra and "unscored" in extra[0]:
                 payload["unscored"] = payload["summary"].pop("unscored")
-            text = json.dumps(payload, indent=2, default=float, allow_nan=False)
+            if extra:
+                json.dumps(payload["summary"], default=float, allow_nan=False)  # finite?
+            # written piece by piece (below): 290,000 rows as one string would take 300 MB more
+            chunks = _JSON.iterencode(payload)
         else:
-            text = _table(rows, columns) + (_summary_text(extra[0]) if extra else "")
+            chunks = [_table(rows, columns) + (_summary_text(extra[0]) if extra else "")]
     except (ValueError, OverflowError, ZeroDivisionError) as err:
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"gpumodel: error: {message}", file=sys.stderr)
         return 2
     try:
-        print(text)
+        batch = []
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) == 8192:
+                sys.stdout.write("".join(batch))
+                batch.clear()
+        sys.stdout.write("".join(batch) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

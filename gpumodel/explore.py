@@ -14,6 +14,7 @@ Explained in :doc:`/book/about` (section "How the interactive figures work").
 from __future__ import annotations
 
 import itertools
+import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -56,8 +57,11 @@ MAX_SLIDER_MAGNITUDE = 1e15
 
 
 def _number(value) -> float | None:
-    """``value`` as a finite float, or None if it is not one real, finite number (bools are not numbers)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    """``value`` as a finite float, or None if it is not one real, finite number (bools are not
+    numbers; a 0-d array of a number and a Fraction are)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         return None
     try:
         number = float(value)
@@ -117,6 +121,11 @@ class Slider:
         low, high = _real(owner, "min", self.min), _real(owner, "max", self.max)
         default, step = _real(owner, "default", self.default), _real(owner, "step", self.step)
         grid_step = None if self.grid_step is None else _real(owner, "grid_step", self.grid_step)
+        for field_name, number in (("min", low), ("max", high), ("default", default),
+                                   ("step", step), ("grid_step", grid_step)):
+            given = getattr(self, field_name)
+            if number is not None and not isinstance(given, (int, float, np.integer, np.floating)):
+                object.__setattr__(self, field_name, number)  # a 0-d array or a Fraction: a float
         if not low < high:
             raise ValueError(f"{owner}: min must be < max")
         if max(abs(low), abs(high)) > MAX_SLIDER_MAGNITUDE:
@@ -152,7 +161,7 @@ class Slider:
             raise ValueError(f"{self.name} must be a whole number in [{self.min}, {self.max}] (got {value!r:.60})")
         if not float(self.min) <= number <= self._top:
             return min(max(number, float(self.min)), self._top)  # an ulp past an end: the end
-        return value
+        return value if isinstance(value, (int, float, np.integer, np.floating)) else number
 
     def grid(self) -> np.ndarray:
         """The values precomputed for the static page (always includes the default)."""

@@ -25,6 +25,39 @@ from pathlib import Path
 TAG = "solution"
 
 
+#: Largest notebook read, in bytes (the book's largest, with its outputs, is a few MB).
+MAX_NOTEBOOK_BYTES = 256 * 2**20
+
+
+def _read(path: str | Path):
+    """The notebook at ``path`` (nbformat 4), or a ValueError naming the path and why it cannot
+    be read: missing, a directory, not JSON, not a notebook. A named pipe nobody writes to is
+    read as empty, never waited on."""
+    import os
+
+    import nbformat
+
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path must be a file name (got {type(path).__name__})")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
+            data = handle.read(MAX_NOTEBOOK_BYTES + 1)
+    except (OSError, ValueError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise ValueError(f"{str(path)!r}: cannot read it ({why})") from None
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"{str(path)!r}: larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # noqa: BLE001 - nbformat raises many kinds for a bad file
+        message = " ".join(str(err).split())[:200]
+        raise ValueError(f"{str(path)!r}: not a Jupyter notebook ({message})") from None
+    return nb
+
+
 #: MyST roles a reader copy resolves; any left in a reader's markdown is a placeholder.
 PLACEHOLDER = re.compile(r"\{(glue:text|glue|term|cite:p|cite:t|cite|ref|doc|numref|eq)\}`")
 _ROLE = re.compile(r"\{(glue:text|term|cite:p|cite:t|ref|doc)\}`([^`]*)`")
@@ -168,9 +201,7 @@ def reader_notebook(path: str | Path):
     Outputs are kept, so the charts and tables of the last run show before anything runs.
     Explained in :doc:`/book/instructor_guide`.
     """
-    import nbformat
-
-    nb = nbformat.read(str(path), as_version=4)
+    nb = _read(path)
     values = glue_values(nb)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -193,9 +224,7 @@ def student_notebook(path: str | Path):
 
 def has_exercises(path: str | Path) -> bool:
     """Whether the notebook holds at least one tagged solution (a chapter with exercises)."""
-    import nbformat
-
-    nb = nbformat.read(str(path), as_version=4)
+    nb = _read(path)
     return any(TAG in c.metadata.get("tags", []) for c in nb.cells)
 
 
@@ -226,10 +255,9 @@ def solutionless_notebook(path: str | Path):
 
     What the student edition of the HTML book builds from. Explained in :doc:`/book/instructor_guide`.
     """
-    import nbformat
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = nbformat.read(str(path), as_version=4)
+    nb = _read(path)
     remove = TagRemovePreprocessor(remove_cell_tags={TAG}, enabled=True)
     nb, _ = remove.preprocess(nb, {})
     return nb
@@ -285,12 +313,16 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...", file=sys.stderr)
         return 2
-    if reader:
-        written = write_readers(argv[0], argv[1:])
-        print(f"wrote {len(written)} reader notebooks to {argv[0]}")
-    else:
-        written = write(argv[0], argv[1:])
-        print(f"wrote {len(written)} student notebooks to {argv[0]}")
+    try:
+        if reader:
+            written = write_readers(argv[0], argv[1:])
+        else:
+            written = write(argv[0], argv[1:])
+    except (OSError, ValueError) as err:  # a bad notebook, or an OUTDIR that cannot be made
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"gpumodel.student: error: {message}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written)} {'reader' if reader else 'student'} notebooks to {argv[0]}")
     return 0
 
 
@@ -324,13 +356,11 @@ def outline(notebooks) -> list[dict]:
     """
     import re
 
-    import nbformat
-
     out = []
     for path in map(Path, notebooks):
         if not has_exercises(path):
             continue
-        nb = nbformat.read(str(path), as_version=4)
+        nb = _read(path)
         objectives = []
         for cell in nb.cells:
             if "Learning objectives" in cell.source:

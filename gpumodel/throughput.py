@@ -461,8 +461,18 @@ def _kernel_arrays(kernels: dict):
     return flops, nbytes, launches, np.array(kinds)
 
 
+#: Most (kernel, column) pairs one call times: each term is an array of that many floats, so
+#: 2**24 pairs take about a gigabyte in all (the book's largest sweep has about 20,000).
+MAX_KERNEL_CELLS = 2**24
+
+
 def _kernel_terms(kernels: dict, rates: dict):
     flops, nbytes, launches, kinds = _kernel_arrays(kernels)
+    columns = rates["gemm"].size
+    if flops.size * columns > MAX_KERNEL_CELLS:
+        raise ValueError(f"kernels has {flops.size:,} kernels and the rates {columns:,} columns: "
+                         f"more than {MAX_KERNEL_CELLS:,} (kernel, column) pairs to time in one "
+                         "call; split the kernels or the columns")
     compute_rate = np.where((kinds == "conv")[:, None], rates["conv"][None, :],
                             rates["gemm"][None, :])
     compute_rate = np.where((kinds == "attention")[:, None],
@@ -906,10 +916,7 @@ def _detail_value(row, key: str) -> str:
 def _detail_number(row, key: str, whole: bool = False) -> float:
     """The number ``key=`` of a row's detail: positive and finite (whole if ``whole``), never truncated."""
     text = _detail_value(row, key)
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if not (math.isfinite(number) and number > 0 and (not whole or number == int(number))):
         kind = "a whole number >= 1" if whole else "a positive finite number"
         raise ValueError(f"measured row {row.get('id')!r}: {key}= in its detail must be {kind} "

@@ -21,6 +21,7 @@ import csv
 import functools
 import io
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -431,10 +432,7 @@ def _detail_number(row: dict, key: str) -> float:
     if f"{key}=" not in detail:
         raise _Unscorable(f"its detail must state {key}= (params=, file_bytes= and context=)")
     text = detail.split(f"{key}=")[1].split(";")[0].strip()
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if not 1 <= number <= _LARGEST_DETAIL:
         raise _Unscorable(f"{key}= in its detail must be a number from 1 to "
                           f"{_LARGEST_DETAIL:.0e} (got {text!r:.40})")
@@ -487,9 +485,13 @@ def _mine_stream(row: dict, model: str, rows: dict, cal) -> float:
 def _mine_sparse(row: dict, model: str, rows: dict, cal) -> float:
     parts, acc = _mine_sparse_card(row)
     pair = ".".join(parts[:-1] + ["dense"])
-    dense = rows.get((pair, row["hardware"]), {}).get("value")
+    dense_row = rows.get((pair, row["hardware"]), {})
+    dense = dense_row.get("value")
     if dense is None:  # the pair on the same board: a file may hold several boards' runs
         raise _Unscorable(f"needs the row {pair} on {row['hardware']} in the same file")
+    if dense_row.get("unit") != row["unit"]:
+        raise _Unscorable(f"its dense pair {pair} is in {dense_row.get('unit')!r:.40}, this row "
+                          f"in {row['unit']!r:.40}; both must be in the same unit")
     if model == "naive":
         return dense / 2.0
     m, k, n = _shape(parts[2])
@@ -582,6 +584,18 @@ RULES = (
     Rule("mine.allreduce.", "parallelism", "all-reduce", _mine_allreduce),
 )
 
+#: The units a reader's row of each family may state (those of the book's rows and of
+#: measurements/run.py); a row in another unit (MB/s for GB/s, s for ms) is not scored.
+READER_UNITS = {
+    "deepbench.": ("TFLOPS",), "stream.": ("GB/s",), "dle.": ("img/s", "tokens/s"),
+    "mamf.": ("TFLOPS",), "amdmaf.": ("TFLOPS",), "gemm.": ("TFLOPS", "TOPS"),
+    "gptfast.": ("tokens/s",), "aodecode.": ("tokens/s",), "sparse.llama3_8b.": ("tokens/s", "GB"),
+    "sparse.": ("img/s", "ms"), "nccl.": ("GB/s",), "torchdist.": ("GB/s",),
+    "lambda.": ("images/s", "sequences/s"), "decode.": ("tokens/s",), "train.": ("tokens/s",),
+    "torchao.llama3_8b.": ("tokens/s",), "mine.matmul.": ("TFLOPS",), "mine.stream.": ("GB/s",),
+    "mine.sparse.": ("ms",), "mine.allreduce.": ("GB/s",),
+}
+
 UNSCORED_REASONS = {
     "l2.": "no chapter models L2 bandwidth; the memory chapter uses the measurement as an input",
     "torchao.llama3_8b.": "an 8-bit pre-training run (the step model has no FP8 training path: "
@@ -634,7 +648,10 @@ def dataset(measurements: str | None = None) -> list[dict]:
         return measured.measurements() + [_collective_as_measurement(r) for r in measured.collectives()]
     path = _checks.text("measurements", measurements)
     try:
-        with open(path, "rb") as handle:
+        # opened without blocking: a named pipe nobody writes to reads as empty, not a hang
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError) as err:
         why = getattr(err, "strerror", None) or str(err)
@@ -659,11 +676,12 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
 
     A file that is not a CSV of that schema (a missing column, a row with more or fewer
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
-    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a ValueError naming ``text``, ``name`` and the line. A row that is well
-    formed but cannot be scored (an empty id, a value that is not a positive
-    number, a batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and
-    hardware of an earlier row) is kept
-    with its reason in ``problem``; every row carries ``file`` and ``line``.
+    byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a
+    ValueError naming ``text``, ``name`` and the line. A row that is well formed but cannot be
+    scored (an empty id, a value that is not a positive number in ASCII digits (``'٣'``,
+    ``'３'`` and ``2_900`` are refused), a batch or gpus that is not a whole number from 1 to
+    :data:`MAX_COUNT`, the id and hardware of an earlier row) is kept with its reason in
+    ``problem``; every row carries ``file`` and ``line``.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     text = _checks.text("text", text)
@@ -687,12 +705,18 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
         what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
         raise ValueError(f"{where}, line {header_line}: {what}; expected {expected}")
     out, seen = [], {}
+    shared: dict[str, str] = {}  # one copy of each repeated field (hardware, unit, detail, ...)
+    unique = columns.index("id")
     while (item := _next_fields(reader, where)) is not None:
         line, fields = item
         if len(fields) != len(columns):
             raise ValueError(f"{where}, line {line}: {len(fields)} fields where the header has "
                              f"{len(columns)} (a stray comma or quote?)")
-        row = _parsed_row(dict(zip(columns, (f.strip() for f in fields))), name, line)
+        fields = [f.strip() if i == unique else shared.setdefault(f.strip(), f.strip())
+                  for i, f in enumerate(fields)]
+        row = _parsed_row(dict(zip(columns, fields)), name, line)
+        if [f.lower() for f in fields] == [c.lower() for c in columns]:
+            row["problem"] = "repeats the header (two files joined?); not a measurement"
         first = seen.setdefault((row["id"], row["hardware"]), line)
         if first != line and not row["problem"]:
             row["problem"] = (f"repeats the id and hardware of line {first}; keep one row "
@@ -733,15 +757,13 @@ def _parsed_row(row: dict, name: str, line: int) -> dict:
 def _reader_number(text: str, column: str, whole: bool) -> tuple[float | None, str | None]:
     if whole and not text:
         return None, None
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
+    number = _checks.plain_number(text)
     if whole and not (1 <= number <= MAX_COUNT and number == int(number)):
         return None, (f"{column} must be empty or a whole number from 1 to {MAX_COUNT} "
-                      f"(got {text!r:.40})")
+                      f"in ASCII digits (got {text!r:.40})")
     if not whole and not (math.isfinite(number) and number > 0):
-        return None, f"{column} must be a positive number (got {text!r:.40})"
+        return None, (f"{column} must be a positive number in ASCII digits, such as 2900 or "
+                      f"2.9e3 (got {text!r:.40})")
     return number, None
 
 
@@ -897,6 +919,9 @@ def _predict(rule, row, model, by_id, cal, reader: bool) -> tuple[float | None, 
         return None, row["problem"]
     if rule is None:
         return None, _no_rule(row["id"]) if reader else None
+    if reader and row["unit"] not in READER_UNITS[rule.prefix]:
+        return None, (f"unit {row['unit']!r:.40} is not one this family is predicted in "
+                      f"({', '.join(READER_UNITS[rule.prefix])})")
     try:
         predicted = rule.predict(row, model, by_id, cal)
     except _Unscorable as err:
@@ -988,18 +1013,34 @@ def kendall_tau(x, y) -> float:
 
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
-    x = np.asarray(_checks.as_array("x", x), float).ravel()
-    y = np.asarray(_checks.as_array("y", y), float).ravel()
+    x, y = _checks.as_array("x", x), _checks.as_array("y", y)
+    for name, values in (("x", x), ("y", y)):
+        if values.ndim > 1:
+            raise ValueError(f"{name} must be a 1-D sequence (got shape {values.shape})")
+    x, y = x.ravel(), y.ravel()
     if x.size != y.size or x.size < 2:
         raise ValueError(f"x and y must have the same length, at least 2 (got {x.size} and {y.size})")
-    dx = np.sign(x[:, None] - x[None, :])
-    dy = np.sign(y[:, None] - y[None, :])
-    upper = np.triu_indices(x.size, 1)
-    dx, dy = dx[upper], dy[upper]
-    n0 = dx.size
-    tied_x, tied_y = np.sum(dx == 0), np.sum(dy == 0)
-    denom = np.sqrt((n0 - tied_x) * (n0 - tied_y))
-    return float(np.sum(dx * dy) / denom) if denom > 0 else 0.0
+    if x.size > MAX_TAU_ITEMS:
+        raise ValueError(f"x and y must have at most {MAX_TAU_ITEMS:,} elements (got {x.size:,}): "
+                         "every pair is compared")
+    n = x.size
+    agree = tied_x = tied_y = 0
+    rows = max(1, 2**20 // n)  # a block of rows against every later element, a few MB at a time
+    for start in range(0, n - 1, rows):
+        stop = min(start + rows, n - 1)
+        later = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
+        dx = np.sign(x[start:stop, None] - x[None, :])[later]
+        dy = np.sign(y[start:stop, None] - y[None, :])[later]
+        agree += int(np.sum(dx * dy))
+        tied_x, tied_y = tied_x + int(np.sum(dx == 0)), tied_y + int(np.sum(dy == 0))
+    n0 = n * (n - 1) // 2
+    denom = np.sqrt(float(n0 - tied_x) * float(n0 - tied_y))
+    return float(agree / denom) if denom > 0 else 0.0
+
+
+#: Most elements :func:`kendall_tau` ranks (it compares all n (n - 1) / 2 pairs; 10,000 take
+#: about a second).
+MAX_TAU_ITEMS = 10_000
 
 
 def cross_validate(chapter: str | None = None) -> list[dict]:

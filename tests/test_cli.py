@@ -155,7 +155,7 @@ def test_a_byte_order_mark_is_accepted(tmp_path):
 
 BAD_COUNTS = ["nan", "inf", "-inf", "-3", "0", "1.5", "1e300", "many", "0x10"]
 FAMILY_LACKS = [
-    ("lambda.bert_large.x,x,RTX 3090,100,seq/s,,1,m,x", "batch is empty"),
+    ("lambda.bert_large.x,x,RTX 3090,100,sequences/s,,1,m,x", "batch is empty"),
     ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,x", "params="),
     ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,params=0;file_bytes=1e9;context=8", "params="),
     ("decode.llama.x,x,RTX 4090,100,tokens/s,,1,m,params=8e9;file_bytes=x;context=8",
@@ -192,7 +192,22 @@ FAMILY_LACKS = [
     ("mine.stream.copy,x,H100 SXM5,-1,GB/s,,1,m,x", "value must be a positive number"),
     (",x,H100 SXM5,1,GB/s,,1,m,x", "id is empty"),
     ("frobnicate.x,x,H100 SXM5,1,GB/s,,1,m,x", "no chapter predicts"),
-] + [(f"lambda.bert_large.x,x,RTX 3090,100,seq/s,{b},1,m,x", "batch must be") for b in BAD_COUNTS
+] + [
+    # digits Python's float() reads but a CSV number is not made of: refused, row by row
+    (f"mine.stream.copy,x,H100 SXM5,{v},GB/s,,1,m,x", "ASCII digits")
+    for v in ("\u0663\u0660\u0660\u0660", "\uff13\uff10\uff10\uff10", "2_900", "\u0663e3")
+] + [(f"mine.stream.copy,x,H100 SXM5,100,GB/s,,{g},m,x", "ASCII digits")
+     for g in ("\u0661", "\uff11", "1_0")] + [
+    ("decode.llama3_8b_q4.x,x,RTX 4090,100,tokens/s,,1,m,"
+     "params=\u0668030000000; file_bytes=4917737554; context=256", "params="),
+    # a unit other than the family's: refused, never scored as if it were the family's
+    ("mine.stream.copy,x,A100 SXM4 40GB,2900000,MB/s,,1,m,x", "unit 'MB/s'"),
+    ("mine.matmul.bf16.1024x1024x1024,x,H100 SXM5,1,GFLOPS,,1,m,x", "unit 'GFLOPS'"),
+    ("lambda.bert_large.x,x,RTX 3090,100,tokens/s,8,1,m,x", "unit 'tokens/s'"),
+    ("train.x,x,H100 SXM5,100,GB/s,8,8,m,x", "unit 'GB/s'"),
+    ("stream.x.read,x,H100 SXM5,100,gb/s,,,m,x", "unit 'gb/s'"),
+    ("mine.allreduce.1024,x,H100 SXM5,1,Gb/s,,8,m,link=NVLink 4 (H100)", "unit 'Gb/s'"),
+] + [(f"lambda.bert_large.x,x,RTX 3090,100,sequences/s,{b},1,m,x", "batch must be") for b in BAD_COUNTS
      ] + [(f"mine.stream.copy,x,H100 SXM5,100,GB/s,,{g},m,x", "gpus must be") for g in BAD_COUNTS]
 
 
@@ -207,6 +222,33 @@ def test_a_row_that_cannot_be_scored_is_listed_with_file_line_and_reason(tmp_pat
     assert reason in entry["reason"] and "\n" not in entry["reason"]
     text = run("validate", "--measurements", path)
     assert text.returncode == 0 and f"{path}, line 3: " in text.stdout
+
+
+def test_a_sparse_row_whose_dense_pair_is_in_another_unit_is_not_scored(tmp_path):
+    rows = ("mine.sparse.8192x8192x8192.dense,x,H100 SXM5,0.5,s,,1,m,x\n"
+            "mine.sparse.8192x8192x8192.sparse,x,H100 SXM5,300,ms,,1,m,x\n")
+    path, result = _validate_file(tmp_path, HEADER + STREAM + rows, "--json")
+    payload = _strict(result.stdout)
+    assert [r["id"] for r in payload["rows"]] == ["mine.stream.copy"]
+    reasons = {u["line"]: u["reason"] for u in payload["unscored"]}
+    assert "unit 's'" in reasons[3] and "same unit" in reasons[4]
+
+
+def test_a_header_repeated_inside_the_file_is_listed_as_such(tmp_path):
+    """Two files joined: the second header is a row that says so, not "value must be a
+    positive number (got 'value')"."""
+    path, result = _validate_file(tmp_path, HEADER + STREAM + HEADER.upper(), "--json")
+    [entry] = _strict(result.stdout)["unscored"]
+    assert entry["line"] == 3 and "repeats the header" in entry["reason"]
+
+
+def test_a_named_pipe_nobody_writes_to_is_refused_not_waited_on(tmp_path):
+    import os
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    result = subprocess.run([sys.executable, "-m", "gpumodel", "validate", "--measurements",
+                             str(fifo)], capture_output=True, text=True, timeout=60)
+    _one_line_error(result, str(fifo), "empty")
 
 
 def test_a_file_with_no_scorable_row_lists_every_row(tmp_path):
@@ -237,7 +279,7 @@ def _distinct_rows(count: int, seed: int = 0) -> str:
         elif kind == 3:
             rows.append(f"deepbench.x.fp16.{m}x{n}x{k}.train,x,{board},100,TFLOPS,,,m,x")
         else:
-            rows.append(f"lambda.bert_large.{len(rows)},x,{board},100,seq/s,"
+            rows.append(f"lambda.bert_large.{len(rows)},x,{board},100,sequences/s,"
                         f"{rng.randint(1, 10**6)},1,m,x")
     return HEADER + "\n".join(rows[:count]) + "\n"
 
@@ -263,6 +305,22 @@ def test_200000_distinct_rows_validate_in_a_few_seconds(tmp_path):
     payload = json.loads(result.stdout)
     assert len(payload["rows"]) + len(payload["unscored"]) == 200_000
     assert len(payload["rows"]) > 100_000
+
+
+def test_290000_rows_as_json_take_under_550_mb(tmp_path):
+    """The JSON is written piece by piece (not built as one string of 80 MB with its 300 MB of
+    pieces) and a file's repeated fields are held once: 290,000 rows took 750 MB, now 410."""
+    path = tmp_path / "big.csv"
+    path.write_text(_distinct_rows(290_000, seed=1))
+    code = ("import resource, sys; from gpumodel import cli; code = cli.main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
+            "sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", code, "validate", "--json", "--measurements",
+                             str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 0, result.stderr
+    payload = _strict(result.stdout)
+    assert len(payload["rows"]) + len(payload["unscored"]) == 290_000
+    assert int(result.stderr.split()[-1]) < 550 * 1024, result.stderr  # kB, as Linux counts
 
 
 def test_200000_repeated_rows_validate_in_a_few_seconds(tmp_path):
@@ -299,7 +357,7 @@ def test_step_model_runs_beyond_the_bound_are_listed_with_the_reason(tmp_path, m
     from gpumodel import validate
     monkeypatch.setattr(validate, "MAX_STEP_RUNS", 3)
     validate._MEMOS.clear()
-    rows = "".join(f"lambda.bert_large.{b},x,RTX 3090,100,seq/s,{b},1,m,x\n" for b in range(1, 7))
+    rows = "".join(f"lambda.bert_large.{b},x,RTX 3090,100,sequences/s,{b},1,m,x\n" for b in range(1, 7))
     path = tmp_path / "mine.csv"
     path.write_text(HEADER + rows + rows.replace("RTX 3090", "RTX 4090").replace("large.", "large.b"))
     scored, unscored = validate._score("book", None, str(path))
@@ -415,3 +473,23 @@ def test_head_reads_one_line_without_a_traceback():
     result = subprocess.run(f"{sys.executable} -m gpumodel rank --workload llm-decode | head -1",
                             shell=True, capture_output=True, text=True)
     assert result.stdout.count("\n") == 1 and result.stderr == ""
+
+
+@pytest.mark.parametrize("given, canonical", [
+    (["list", "--kind", "GPU"], ["list", "--kind", "gpu"]),
+    (["rank", "--workload", "LLM-DECODE"], ["rank", "--workload", "llm-decode"]),
+    (["rank", "--workload", "cnn train"], ["rank", "--workload", "cnn-train"]),
+    (["validate", "--chapter", "Sparsity", "--model", "NAIVE"],
+     ["validate", "--chapter", "sparsity", "--model", "naive"]),
+    (["matmul", "-a", "h100 sxm5", "-m", "8", "-k", "8", "-n", "8", "--scheme", "All Pairs"],
+     ["matmul", "-a", "H100 SXM5", "-m", "8", "-k", "8", "-n", "8", "--scheme", "all_pairs"]),
+])
+def test_names_on_the_command_line_are_read_as_the_library_reads_them(capsys, given, canonical):
+    """A workload, chapter, model, kind or scheme in another case (or with a space for - or _)
+    is the same name, as --dtype and accelerator names already were; an unknown one exits 2."""
+    assert cli.main([*given, "--json"]) == 0
+    first = capsys.readouterr().out
+    assert cli.main([*canonical, "--json"]) == 0
+    assert capsys.readouterr().out == first
+    assert cli.main([given[0], given[1], "no-such-name"] + given[3:]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -49,3 +49,18 @@ def test_tables():
     assert tce.mma_latency_table()["cycles with Tensor Cores"].iloc[0] == 235
     peaks = tce.peak_table()
     assert peaks["derived / published"].between(0.98, 1.02).all()
+
+
+@pytest.mark.parametrize("k_tiles", [1e300, 10**103, 2**26, 1001, 0, -1, 2.5, float("nan"), None,
+                                     "4", True])
+def test_timeline_refuses_a_tile_count_it_cannot_draw_naming_it(k_tiles):
+    """range(int(1e300)) appended rows until the machine ran out of memory: k_tiles is now a
+    whole number from 1 to MAX_TIMELINE_TILES, refused naming it otherwise."""
+    with pytest.raises(ValueError, match="k_tiles"):
+        tce.loop_timeline(k_tiles, 200, 100)
+
+
+def test_timeline_refuses_bad_cycles_naming_them():
+    for name, bad in (("load_cycles", -1.0), ("compute_cycles", float("inf")), ("load_cycles", "1")):
+        with pytest.raises(ValueError, match=name):
+            tce.loop_timeline(**{"k_tiles": 4, "load_cycles": 200, "compute_cycles": 100, name: bad})

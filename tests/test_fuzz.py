@@ -1116,3 +1116,185 @@ def test_a_huge_name_is_refused_in_one_short_message(slot):
     except ValueError as err:
         assert len(str(err)) < 10_000, f"{key}({name}=...): message of {len(str(err))} characters"
     assert time.perf_counter() - start < SLOW
+
+
+# --- the same number in another type ----------------------------------------------------------
+
+def _same_number_as(value):
+    """(label, value) pairs: ``value`` as a 0-d array, numpy scalars and a Fraction, all valid."""
+    import fractions
+
+    cases = [("0-d array", np.array(value)), ("numpy float", np.float64(value)),
+             ("fraction", fractions.Fraction(value).limit_denominator(10**12)
+              if isinstance(value, float) else fractions.Fraction(value))]
+    if isinstance(value, int) and abs(value) < 2**62:
+        cases += [("numpy int", np.int64(value)), ("0-d int array", np.array(value, dtype=np.int64))]
+    return cases
+
+
+#: Parameters refusing a float that holds a whole number, as numpy does (an axis).
+WHOLE_TYPE_ONLY = {("precision.absmax_quantize_int8", "axis")}
+
+
+@pytest.mark.parametrize("key", sorted(k for k in set(REGISTRY) & set(public_functions())
+                                       if any(_is_number(v) for v in baseline(k).values())))
+def test_the_same_number_in_another_type_gives_the_same_result(key):
+    """A number given as a 0-d array, a numpy scalar or a Fraction is valid input: never
+    refused, and the result equals the baseline's (a slider's min as np.array(0) included)."""
+    fn, kwargs = target(key), baseline(key)
+    expected = fn(**kwargs)
+    problems = []
+    for name, value in kwargs.items():
+        if not _is_number(value):
+            continue
+        for label, other in _same_number_as(value):
+            if (key, name) in WHOLE_TYPE_ONLY and label in ("numpy float", "fraction"):
+                continue
+            try:
+                result = fn(**{**kwargs, name: other})
+            except Exception as err:  # noqa: BLE001
+                problems.append(f"{name} as {label}: {type(err).__name__}: {str(err)[:120]}")
+                continue
+            if not callable(expected) and not _same_value(result, expected):
+                problems.append(f"{name} as {label}: a different result")
+    assert not problems, f"{key}: " + "; ".join(problems[:8])
+
+
+def _same_value(a, b) -> bool:
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return dataclasses.is_dataclass(b) and _same_value(dataclasses.asdict(a),
+                                                           dataclasses.asdict(b))
+    if hasattr(a, "equals") and hasattr(a, "columns"):
+        return a.equals(b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            _same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    try:
+        return bool(np.allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                                rtol=1e-12, atol=0, equal_nan=True))
+    except (TypeError, ValueError):
+        return a == b
+
+
+# --- explorations with every slider at an end at once ------------------------------------------
+
+def _corners(exploration, most: int = 16):
+    """Parameter sets with every slider at its min or max together (at most ``most`` of the
+    2**sliders corners, spread evenly) and each choice's options in turn."""
+    import itertools
+
+    sliders = [p for p in exploration.params if isinstance(p, explore.Slider)]
+    choices = [p for p in exploration.params if not isinstance(p, explore.Slider)]
+    corners = list(itertools.product(*[(p.min, p.max) for p in sliders]))
+    corners = corners[::max(1, len(corners) // most)]
+    options = list(itertools.product(*[c.options for c in choices]))
+    options = options[::max(1, len(options) // 4)]
+    for corner in corners:
+        for picked in options:
+            yield {**exploration.defaults(), **dict(zip((p.name for p in sliders), corner)),
+                   **dict(zip((c.name for c in choices), picked))}
+
+
+@pytest.mark.parametrize("exploration", all_explorations(), ids=lambda e: e.name)
+def test_exploration_at_every_corner_and_past_each_end_keeps_the_contract(exploration):
+    """Every slider at an end together (finite results, or a ValueError naming a slider), and
+    each slider just past an end, far past it and at the library's ±1e15 bound (refused
+    naming it, or an ulp past clamped to the end)."""
+    names = {p.name for p in exploration.params}
+    drop = tuple(EXPLORATION_NONFINITE_OK.get(exploration.name, ()))
+    problems = []
+    for values in _corners(exploration):
+        problem = check(lambda: exploration.table(**values), names, drop_columns=drop)
+        if problem:
+            problems.append(f"{values}: {problem}")
+    for p in exploration.params:
+        if not isinstance(p, explore.Slider):
+            continue
+        span = float(p.max) - float(p.min)
+        for value in (np.nextafter(float(p.min), -np.inf), np.nextafter(float(p.max), np.inf),
+                      float(p.min) - span / 1000 - 1, float(p.max) + span / 1000 + 1,
+                      -1e15, 1e15, 1e16):
+            values = {**exploration.defaults(), p.name: value}
+            problem = check(lambda: exploration.table(**values), names, drop_columns=drop)
+            if problem:
+                problems.append(f"{p.name}={value!r}: {problem}")
+    assert not problems, "\n".join(problems[:10])
+
+
+def test_a_kernel_table_times_columns_past_the_bound_is_refused_not_allocated():
+    """4,096 kernels x 8,192 rate columns would be 33 million cells per term (gigabytes):
+    refused naming kernels, before any array of that size is made."""
+    n = 4096
+    kernels = {"flops": np.full(n, 1e9), "bytes": np.full(n, 1e6), "launches": np.ones(n)}
+    rates = {k: np.full(2 * n, v) for k, v in REGISTRY["throughput.device_seconds"].kwargs[
+        "rates"].items() for v in v}
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"kernels has 4,096 kernels"):
+        throughput.device_seconds(kernels, rates)
+    assert time.perf_counter() - start < SLOW
+    assert throughput.device_seconds(kernels, {k: v[:8] for k, v in rates.items()}).shape == (8,)
+
+
+# --- chart helpers (charts is display code, outside MODULES, but takes a reader's numbers) -----
+
+@pytest.mark.parametrize("func, kwargs", [
+    ("identity_line", dict(lo=1.0, hi=10.0)),
+    ("error_band_area", dict(lo=1.0, hi=10.0, low=-0.2, high=0.3)),
+])
+def test_chart_helpers_keep_the_contract(func, kwargs):
+    """Every GENERIC value in each bound: a ValueError naming it (never TypeError or
+    OverflowError for None, a list or 10**400; never a bool or "1" drawn as a number)."""
+    from gpumodel import charts
+
+    fn = getattr(charts, func)
+    problems = []
+    for name in kwargs:
+        for label, value in GENERIC:
+            if label in ("zero", "negative", "negative_float", "half", "tiny", "small", "huge",
+                         "big_int", "big_count"):
+                continue  # numbers: drawn or refused by range, either keeps the contract
+            problem = _refusal(lambda: fn(**{**kwargs, name: value}), name)
+            if problem:
+                problems.append(f"{name} [{label}]: {problem}")
+    assert not problems, f"{func}: " + "; ".join(problems[:8])
+    assert fn(**{k: np.array(v) for k, v in kwargs.items()}).to_dict()  # 0-d arrays are numbers
+    if func == "error_band_area":  # a band edge past float64 (hi x (1 + high)) is refused
+        assert _refusal(lambda: fn(1.0, 1e308, 0.0, 1e10), "high") is None
+
+
+@pytest.mark.parametrize("func", ["embed_html", "data_html"])
+@pytest.mark.parametrize("spec", [None, [], "spec", 3.0])
+def test_chart_html_refuses_what_is_not_a_spec(func, spec):
+    from gpumodel import charts
+
+    assert _refusal(lambda: getattr(charts, func)(spec), "spec") is None
+
+
+def test_a_nan_in_a_spec_is_drawn_as_missing_not_written_as_invalid_json():
+    """The page parses the spec with JSON.parse, which refuses NaN and Infinity: the chart
+    would silently not draw. They are written as null (missing, as Vega reads it)."""
+    from gpumodel import charts
+
+    spec = {"description": "d", "mark": "point",
+            "data": {"values": [{"x": 1.0, "y": math.nan}, {"x": math.inf, "y": 2.0}]}}
+    page = charts.embed_html(spec)
+    stored = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1)
+    assert _strict_json(stored.replace("\\u003c", "<"))["data"]["values"] == [
+        {"x": 1.0, "y": None}, {"x": None, "y": 2.0}]
+    finite = {**spec, "data": {"values": [{"x": 1.0, "y": 2.0}]}}
+    assert charts.embed_html(finite) == charts.embed_html(finite)  # ids unchanged for the rest
+
+
+@pytest.mark.parametrize("steps", [np.array([3000, 3000, 3000]), 2**26, 0, 2.5, None, "3000"])
+def test_a_synthetic_run_refuses_steps_it_cannot_take_naming_them(steps):
+    """An array of steps was read by numpy as a shape (201 GiB asked for) and 2**26 steps took
+    13 s: steps is a whole number from 1 to MAX_RUN_STEPS, refused naming it."""
+    from gpumodel.explorations import low_precision as lpe
+
+    for fn in (lpe.step_peaks, lpe.dynamic_scaling_frame):
+        start = time.perf_counter()
+        assert _refusal(lambda: fn(steps=steps), "steps") is None
+        assert time.perf_counter() - start < SLOW
+    assert lpe.step_peaks(np.array(3000)).shape == (3000,)

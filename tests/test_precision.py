@@ -698,3 +698,42 @@ def test_smoothing_preserves_the_product_and_balances_maxima(xmax, alpha):
 def test_machinery_refuses_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("scheme", ["MX (32, E8M0)", "NVFP4 (16, E4M3)"])
+@pytest.mark.parametrize("shape", [(64, 128), (37, 50), (5, 16)])
+def test_scaled_quantize_equals_the_element_by_element_rule(scheme, shape):
+    """The broadcast per-block path (and the ragged one) give exactly x / scale clamped,
+    rounded and scaled back, with each element's scale from block_scales; signs of zero too."""
+    rng = np.random.default_rng(7)
+    x = np.ldexp(rng.standard_normal(shape), rng.integers(-20, 20, shape))
+    x[0, :3] = [-0.0, 0.0, -1e-30]
+    rows, cols, fmt = p.SCALING_SCHEMES[scheme]
+    for name in ("fp4_e2m1", "fp8_e4m3", "int8"):
+        scale = p.block_scales(x, name, rows, cols, fmt)
+        top = p.format_info(name)["max"]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a scale that underflowed: 0
+            expected = np.where(scale > 0, p.quantize(np.clip(x / scale, -top, top), name) * scale,
+                                0.0)
+        got = p.scheme_quantize(x, name, scheme)
+        assert np.array_equal(got, expected) and np.array_equal(np.signbit(got), np.signbit(expected))
+
+
+def test_nvfp4_of_a_4096_square_matrix_is_fast_and_lean():
+    """One scale per block broadcast, not an expanded copy: under 2 s of CPU (about 0.5 s; it
+    was 0.7 s, and 2.6 s of wall time on a busy machine) and at most 4.5 copies of x in memory
+    at once (3.75 now; 6.7 before)."""
+    import time
+    import tracemalloc
+
+    x = np.random.default_rng(0).standard_normal((4096, 4096))
+    start = time.process_time()
+    p.scheme_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)")
+    assert time.process_time() - start < 2.0
+    tracemalloc.start()
+    try:
+        p.scheme_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4.5 * x.nbytes, f"{peak / x.nbytes:.2f} copies of x"

@@ -176,3 +176,29 @@ def test_the_student_edition_sources_hold_no_solution(tmp_path):
         assert "{solution" not in text
         assert not any(_tagged(c) for c in nb.cells)
         assert "{glue:text}" in text  # the HTML build resolves the markup itself
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not json", b'{"cells": 5}', b"\xff\xfe",
+                                     "directory", "fifo"])
+def test_a_bad_notebook_exits_2_with_one_line(tmp_path, content):
+    """A missing file, a directory, a named pipe nobody writes to, an empty or non-JSON file,
+    JSON that is not a notebook: one line naming the file, exit 2 (tracebacks, or a hang on the
+    pipe, before); has_exercises raises a ValueError naming it."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.ipynb"
+    if content == "directory":
+        path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
+    elif content is not None:
+        path.write_bytes(content)
+    result = subprocess.run([sys.executable, "-m", "gpumodel.student", str(tmp_path / "out"),
+                             str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0], result.stderr
+    with pytest.raises(ValueError, match="bad.ipynb"):
+        student.has_exercises(path)

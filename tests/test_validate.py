@@ -227,3 +227,27 @@ def test_summary_refuses_rows_it_would_drop_or_cannot_be_errors(bad, fragment):
     row = dict({"id": "a", "chapter": "sparsity", "rel_error": 0.1}, **bad)
     with pytest.raises(ValueError, match=r"scored\[1\]" + re.escape(fragment)):
         validate.summary([{"id": "b", "chapter": "sparsity", "rel_error": -1.0}, row])
+
+
+def test_kendall_tau_of_many_items_is_refused_before_it_takes_gigabytes():
+    """All pairs are compared: 10,000 items are ranked a block of rows at a time (tens of MB,
+    about a second; 50,000 once asked for 20 GB at once and died), more are refused naming x."""
+    import time
+    import tracemalloc
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.random(validate.MAX_TAU_ITEMS)
+    tracemalloc.start()
+    try:
+        start = time.process_time()
+        tau = validate.kendall_tau(x, x + rng.random(x.size))
+        elapsed, peak = time.process_time() - start, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.3 < tau < 0.7 and elapsed < 10 and peak < 200 * 2**20
+    with pytest.raises(ValueError, match=r"x and y must have at most 10,000"):
+        validate.kendall_tau(np.arange(50_000.0), np.arange(50_000.0))
+    with pytest.raises(ValueError, match=r"x must be a 1-D sequence"):
+        validate.kendall_tau([[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0, 3.0, 4.0])

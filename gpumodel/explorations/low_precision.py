@@ -7,7 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, measured, memory, precision, throughput
+from .. import _checks, charts, hardware, measured, memory, precision, throughput
 from ..explore import Choice, Exploration, Slider
 
 #: The chapter's synthetic gradients: magnitudes 10**N(-6, 1.5) (most far below 1, spread over decades).
@@ -170,9 +170,18 @@ def best_scale(fmt, log2_scales=np.arange(0, 41)) -> tuple[int, float]:
     return int(row["log2_scale"]), float(row["flushed"])
 
 
+#: Most steps of a synthetic loss-scaling run (the chapter's has 3,000).
+MAX_RUN_STEPS = 10**6
+
+
 def step_peaks(steps=3000, seed=1) -> np.ndarray:
-    """Largest gradient magnitude per step: around 1e-2, drifting, with rare spikes (seeded)."""
-    rng = np.random.default_rng(seed)
+    """Largest gradient magnitude per step: around 1e-2, drifting, with rare spikes (seeded).
+
+    ``steps`` is a whole number from 1 to :data:`MAX_RUN_STEPS` (an array of steps, which numpy
+    would read as a shape, is refused naming it).
+    """
+    steps = _checks.count("steps", steps, MAX_RUN_STEPS)
+    rng = np.random.default_rng(_checks.seed(seed))
     drift = np.cumsum(rng.normal(0, 0.01, steps))
     spikes = np.where(rng.random(steps) < 0.002, 2.5, 0.0)
     return 10.0 ** (-2.0 + 0.15 * rng.standard_normal(steps) + drift + spikes)
@@ -180,6 +189,7 @@ def step_peaks(steps=3000, seed=1) -> np.ndarray:
 
 def dynamic_scaling_frame(fmt="fp16", growth_interval=200, steps=3000) -> pd.DataFrame:
     """A closed-loop dynamic loss-scaling run on :func:`step_peaks`: scale, safe ceiling and skipped steps."""
+    steps = _checks.count("steps", steps, MAX_RUN_STEPS)
     peaks = step_peaks(steps)
     scales, flags = precision.dynamic_loss_scale_run(peaks, fmt, growth_interval=growth_interval)
     ceiling = precision.format_info(fmt)["max"] / peaks

@@ -7,7 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, measured, memory
+from .. import _checks, charts, hardware, measured, memory
 from .. import tensor_cores as tc
 from ..explore import Choice, Exploration, Slider
 
@@ -167,8 +167,21 @@ SM_FEED = Exploration(
 EXPLORATIONS = [SM_FEED, CYCLE_BUDGET, DOUBLE_BUFFERING]
 
 
+#: Most K tiles a timeline draws (one bar per tile and unit; the chart shows a handful).
+MAX_TIMELINE_TILES = 1000
+
+
 def loop_timeline(k_tiles=4, load_cycles=200, compute_cycles=100):
-    """Gantt chart of a serial and a double-buffered loop over ``k_tiles`` tiles: when each tile loads and computes."""
+    """Gantt chart of a serial and a double-buffered loop over ``k_tiles`` tiles: when each tile
+    loads and computes.
+
+    ``k_tiles`` is a whole number from 1 to :data:`MAX_TIMELINE_TILES`; the cycles are
+    numbers >= 0.
+    """
+    k_tiles = _checks.count("k_tiles", k_tiles, MAX_TIMELINE_TILES)
+    load_cycles, compute_cycles = (
+        float(_checks.non_negative(name, _checks.scalar(name, value)))
+        for name, value in (("load_cycles", load_cycles), ("compute_cycles", compute_cycles)))
     rows = []
     for loop, flag in (("serial", False), ("double buffered", True)):
         load_start, load_end, compute_end, previous_end = 0.0, 0.0, 0.0, 0.0
