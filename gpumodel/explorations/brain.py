@@ -64,7 +64,8 @@ def carlsmith_line() -> float:
 
 
 def crossing_year(start, target, doubling_years, base_year=2015.0) -> float:
-    """The first whole year after a steady doubling from ``start`` reaches ``target``, as the post counts.
+    """The first whole year after a steady doubling from ``start`` reaches ``target``: the
+    book's count (the post multiplies whole periods, which gives the same years here).
 
     :func:`gpumodel.brain.year_reached` with ``whole=False`` (the crossing, e.g. 2052.48, during
     2052), then ceil (2053): the chapter's projection years and the projection exploration's
