@@ -963,10 +963,12 @@ def stochastic_round(x, name: str, seed=0) -> np.ndarray:
 
 @_checks.finite_result
 def random_hadamard(size=16, seed=0) -> np.ndarray:
-    """An orthonormal ``size`` x ``size`` random Hadamard matrix: H D / sqrt(size) (float64).
+    """An orthonormal ``size`` x ``size`` random Hadamard matrix: D H / sqrt(size) (float64).
 
     H is Sylvester's Hadamard matrix (entries ±1, built by doubling [[H, H], [H, -H]]), D a
-    diagonal of random signs drawn from ``seed``. ``size`` is a power of two (16 and 32 are
+    diagonal of random signs drawn from ``seed``, applied first (x @ D H flips the signs of x's
+    entries before mixing them; signs applied after H would cancel through a sign-symmetric
+    quantizer). ``size`` is a power of two (16 and 32 are
     the NVFP4 and MX block sizes). Its rows are orthonormal, so x @ R @ R.T == x: rotating the
     inner dimension of both operands of a matrix product leaves the product unchanged, while
     every output entry mixes all ``size`` inputs (an outlier is spread over the block).
@@ -980,7 +982,7 @@ def random_hadamard(size=16, seed=0) -> np.ndarray:
     while H.shape[0] < n:
         H = np.block([[H, H], [H, -H]])
     signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    return H * signs / np.sqrt(n)
+    return signs[:, None] * H / np.sqrt(n)
 
 
 @_checks.finite_result
@@ -1013,9 +1015,9 @@ def smooth_scales(x_absmax, w_absmax, alpha=0.5) -> np.ndarray:
     ``x_absmax`` is the largest |activation| of each input channel j (a column of X, in the
     activations' units), ``w_absmax`` the largest |weight| of the matching row of W; both
     positive, broadcast together. Dividing column j of X by s_j and multiplying row j of W by
-    it leaves X @ W unchanged and moves the outlier's range from X to W: after it, both
-    maxima are max|X_j|**(1 - alpha) * max|W_j|**alpha (``alpha`` in [0, 1]; 0.5 splits evenly,
-    SmoothQuant's default). Returns float64, the broadcast shape.
+    it leaves X @ W unchanged and moves the outlier's range from X to W: after it, channel j
+    of X peaks at (max|X_j| max|W_j|)**(1 - alpha) and row j of W at (max|X_j| max|W_j|)**alpha
+    (``alpha`` in [0, 1]; 0.5, SmoothQuant's default, makes the two maxima equal). Returns float64, the broadcast shape.
     Explained in :doc:`/book/low_precision` (section "Today's FP4 and FP8 machinery").
     """
     x_absmax = _checks.positive("x_absmax", x_absmax)

@@ -737,3 +737,17 @@ def test_nvfp4_of_a_4096_square_matrix_is_fast_and_lean():
     finally:
         tracemalloc.stop()
     assert peak < 4.5 * x.nbytes, f"{peak / x.nbytes:.2f} copies of x"
+
+
+def test_the_random_signs_come_before_the_hadamard_so_the_seed_matters():
+    # D H, not H D: signs applied after H would cancel through a sign-symmetric quantizer
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 64))
+    x[:, 5] *= 30
+    a = p.rotated_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)", 16, 0)
+    b = p.rotated_quantize(x, "fp4_e2m1", "NVFP4 (16, E4M3)", 16, 5)
+    assert np.abs(a - b).max() > 0
+    r = p.random_hadamard(16, 1)
+    h = np.abs(r) * np.sqrt(16)
+    assert np.allclose(h, 1.0)
+    assert len(set(np.sign(r[0]))) == 1  # D scales rows: Sylvester's first row keeps one sign

@@ -618,3 +618,25 @@ def measured_chart():
 
 
 EXPLORATIONS = [SPEEDUP, STORAGE, PRUNING]
+
+
+def sparse_overhead_exit_tokens(accelerator: str, hidden: int = 1024, limit: int = 1 << 16) -> int:
+    """Fewest tokens at which the 2:4-sparse hidden x hidden FP16 GEMM takes longer than
+    :data:`OVERHEAD_SECONDS` by its own compute or memory time (where its curve stops rising)."""
+    acc = hardware.get(accelerator)
+    tokens = np.arange(1, limit + 1)
+    terms = sparsity.sparse_gemm_terms(hidden, hidden, tokens, acc.peak_flops("fp16"),
+                                       acc.bandwidth, "fp16", True)
+    busy = np.maximum.reduce(list(terms.values())) > OVERHEAD_SECONDS
+    return int(tokens[busy].min()) if busy.any() else limit
+
+
+def gemm_intensities(accelerator: str, hidden: int, tokens: int) -> dict:
+    """FLOP per byte of the dense and the 2:4-sparse hidden x hidden FP16 GEMM at ``tokens``,
+    and the dense and sparse ridge points of the card."""
+    acc = hardware.get(accelerator)
+    flops = 2.0 * hidden * hidden * tokens
+    peak, bw = acc.peak_flops("fp16"), acc.bandwidth
+    return {"dense": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16")),
+            "sparse": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16", True)),
+            "ridge": float(peak / bw), "sparse_ridge": float(sparsity.sparse_ridge_point(peak, bw))}
