@@ -351,7 +351,8 @@ def outline(notebooks) -> list[dict]:
     """Per chapter with exercises: its title, learning objectives and exercises, read from the notebook.
 
     Each exercise is {"label", "kind", "task"}: kind "predict, then check" (for class: a slider
-    and a guess) or "compute" (for homework), task its first sentence.
+    and a guess) or "compute" (for homework), task its whole statement as plain text, with the
+    chapter's computed values written in (:func:`resolve_markdown`), so it stands alone.
     Explained in :doc:`/book/instructor_guide`.
     """
     import re
@@ -361,6 +362,7 @@ def outline(notebooks) -> list[dict]:
         if not has_exercises(path):
             continue
         nb = _read(path)
+        values = glue_values(nb)
         objectives = []
         for cell in nb.cells:
             if "Learning objectives" in cell.source:
@@ -374,13 +376,36 @@ def outline(notebooks) -> list[dict]:
             label = re.search(r"^:label: (\S+)", cell.source, re.M).group(1)
             body = cell.source.split(":label:", 1)[1].split("\n", 1)[1].strip().strip("`").strip()
             predict = body.startswith("*Predict, then check.*")
+            body = resolve_markdown(body, values)
             task = _plain(body.replace("*Predict, then check.*", ""))
-            sentences = re.split(r"(?<=[.?])\s+", task)
-            question = next((s for s in sentences if s.endswith("?")), sentences[0])
             exercises.append({"label": label, "kind": "predict, then check" if predict else "compute",
-                              "task": question})
+                              "task": task})
         out.append({"chapter": path.stem, "title": _title(nb), "objectives": objectives,
                     "exercises": exercises})
+    return out
+
+
+def readings(path: str | Path, count: int = 5) -> list[str]:
+    """The first ``count`` distinct sources a chapter cites, as "Author (year), title": the
+    readings of its session. Explained in :doc:`/book/instructor_guide`."""
+    from pybtex.database import parse_file
+
+    titles = {}
+    for bib in sorted((_book_dir() / "bib").glob("*.bib")):
+        for key, entry in parse_file(str(bib)).entries.items():
+            titles[key] = re.sub(r"[{}\\\\]", "", entry.fields.get("title", key))
+    keys = []
+    for cell in _read(path).cells:
+        if cell.cell_type != "markdown":
+            continue
+        for group in re.findall(r"\{cite:[pt]\}`([^`]*)`", cell.source):
+            for key in (k.strip() for k in group.split(",")):
+                if key and key not in keys:
+                    keys.append(key)
+    out = []
+    for key in keys[:count]:
+        who, year = _citations().get(key, (key, "n.d."))
+        out.append(f"{who} ({year}), {titles.get(key, key)}")
     return out
 
 

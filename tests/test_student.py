@@ -202,3 +202,16 @@ def test_a_bad_notebook_exits_2_with_one_line(tmp_path, content):
     assert len(lines) == 1 and str(path) in lines[0], result.stderr
     with pytest.raises(ValueError, match="bad.ipynb"):
         student.has_exercises(path)
+
+
+def test_readings_are_the_first_sources_a_chapter_cites():
+    lines = student.readings(ROOT / "book" / "memory_hierarchy.ipynb")
+    assert len(lines) == 5
+    assert lines[0].startswith("Dettmers (2018), TPUs vs GPUs")
+    assert all("\\" not in line and "{" not in line for line in lines)
+
+
+def test_every_exercise_in_the_guide_stands_alone_with_its_numbers():
+    for chapter in student.outline(CHAPTERS):
+        for e in chapter["exercises"]:
+            assert "(a computed value)" not in e["task"] and "{glue" not in e["task"], e
