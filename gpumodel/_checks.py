@@ -334,3 +334,18 @@ def _show(arr: np.ndarray) -> str:
         return "an empty array"
     bad = arr.ravel()
     return f"array with values from {bad.min():g} to {bad.max():g}"
+
+
+def read_bytes(path: str, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of the file at ``path`` (one more than allowed, so a caller can
+    tell it is too large), or a ValueError saying why it cannot be read. The file is opened
+    without blocking: a named pipe nobody writes to reads as empty instead of hanging."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as handle:
+            return handle.read(limit + 1)
+    except (OSError, ValueError) as err:
+        raise ValueError(getattr(err, "strerror", None) or str(err)) from None

@@ -100,18 +100,27 @@ def estimate(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_ce
     return sum(estimate_terms(reading, **given).values())
 
 
+#: The H100 SXM5's dense FP64 matrix (Tensor Core) peak, FLOP/s: the precision HPCG runs in
+#: (66.9 TFLOPS, restating NVIDIA's figures; [lockwood_h100]). The hardware table has no FP64 column.
+H100_FP64_MATRIX_FLOPS = 66.9e12
+
 _INPUT_COLUMNS = ("parameter", "value", "label", "who", "year", "method", "source", "detail")
+
+
+def _data_rows(filename: str, columns: tuple):
+    """(line number, row) of a CSV file in gpumodel/data, after checking it has ``columns``."""
+    text = resources.files("gpumodel.data").joinpath(filename).read_text()
+    reader = csv.DictReader(io.StringIO(text))
+    missing = set(columns) - set(reader.fieldnames or ())
+    if missing:
+        raise ValueError(f"{filename} lacks columns: {', '.join(sorted(missing))}")
+    return enumerate(reader, start=2)
 
 
 @lru_cache(maxsize=1)
 def _inputs() -> tuple:
-    text = resources.files("gpumodel.data").joinpath("brain_inputs.csv").read_text()
-    reader = csv.DictReader(io.StringIO(text))
-    missing = set(_INPUT_COLUMNS) - set(reader.fieldnames or ())
-    if missing:
-        raise ValueError(f"brain_inputs.csv lacks columns: {', '.join(sorted(missing))}")
     out = []
-    for line, row in enumerate(reader, start=2):
+    for line, row in _data_rows("brain_inputs.csv", _INPUT_COLUMNS):
         try:
             value = float(row["value"])
         except ValueError:
@@ -323,13 +332,8 @@ METRICS = ("hpl", "hpcg")
 
 @lru_cache(maxsize=1)
 def _records() -> tuple:
-    text = resources.files("gpumodel.data").joinpath("top500.csv").read_text()
-    reader = csv.DictReader(io.StringIO(text))
-    missing = set(_RECORD_COLUMNS) - set(reader.fieldnames or ())
-    if missing:
-        raise ValueError(f"top500.csv lacks columns: {', '.join(sorted(missing))}")
     out = []
-    for line, row in enumerate(reader, start=2):
+    for line, row in _data_rows("top500.csv", _RECORD_COLUMNS):
         try:
             year, month = (int(x) for x in row["list"].split("-"))
             pflops = float(row["pflops"])

@@ -40,6 +40,10 @@ NVLS_EFFICIENCY = 0.85
 #: NCCL's latency for an NVLS collective inside a node, seconds (``hwLatencies``, NVLink,
 #: NVLS, Simple protocol, in ``src/graph/tuning.cc``): one step, not 2(n-1).
 NVLS_LATENCY_SECONDS = 25e-6
+#: The bandwidth NCCL counts for one NVLink of a Hopper GPU, bytes/s (``SM90_NVLINK_BW 20.6`` in
+#: ``src/graph/topo.h`` of NCCL 2.28.3), against the link's 25 GB/s line rate per direction.
+NCCL_SM90_NVLINK_BW = 20.6e9
+NVLINK4_LINK_BW = 25e9
 
 
 def _steps(op: str, n):

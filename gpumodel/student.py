@@ -33,20 +33,16 @@ def _read(path: str | Path):
     """The notebook at ``path`` (nbformat 4), or a ValueError naming the path and why it cannot
     be read: missing, a directory, not JSON, not a notebook. A named pipe nobody writes to is
     read as empty, never waited on."""
-    import os
-
     import nbformat
+
+    from . import _checks
 
     if not isinstance(path, (str, Path)):
         raise ValueError(f"path must be a file name (got {type(path).__name__})")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)
-        with open(fd, "rb") as handle:
-            data = handle.read(MAX_NOTEBOOK_BYTES + 1)
-    except (OSError, ValueError) as err:
-        why = getattr(err, "strerror", None) or str(err)
-        raise ValueError(f"{str(path)!r}: cannot read it ({why})") from None
+        data = _checks.read_bytes(str(path), MAX_NOTEBOOK_BYTES)
+    except ValueError as err:
+        raise ValueError(f"{str(path)!r}: cannot read it ({err})") from None
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"{str(path)!r}: larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
     try:

@@ -21,7 +21,6 @@ import csv
 import functools
 import io
 import math
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -648,14 +647,9 @@ def dataset(measurements: str | None = None) -> list[dict]:
         return measured.measurements() + [_collective_as_measurement(r) for r in measured.collectives()]
     path = _checks.text("measurements", measurements)
     try:
-        # opened without blocking: a named pipe nobody writes to reads as empty, not a hang
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)
-        with open(fd, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except (OSError, ValueError) as err:
-        why = getattr(err, "strerror", None) or str(err)
-        raise ValueError(f"measurements: cannot read {path!r} ({why})") from None
+        data = _checks.read_bytes(path, MAX_FILE_BYTES)
+    except ValueError as err:
+        raise ValueError(f"measurements: cannot read {path!r} ({err})") from None
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, the limit for a "
                          "measurements file; split it")
