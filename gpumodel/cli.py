@@ -86,7 +86,8 @@ def _compare(args) -> tuple[list[dict], list[str]]:
 
 def _rank(args) -> tuple[list[dict], list[str]]:
     rows = throughput.rank(args.workload, reference=args.reference, batch=args.batch)
-    return rows, ["accelerator", "workload", "relative_throughput", "band_low", "band_high",
+    return rows, ["accelerator", "workload", "batch", "fits", "relative_throughput",
+                  "band_low", "band_high",
                   "memory_gib",
                   "usable_memory_gib", "price_usd", "relative_per_1000_usd"]
 
@@ -204,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", required=True, choices=throughput.WORKLOADS,
                    type=_named(throughput.WORKLOADS))
     p.add_argument("--reference", default=throughput.REFERENCE, help="the card to divide by")
-    p.add_argument("--batch", type=int, help="sequences, images or decoded sequences per step")
+    p.add_argument("--batch", type=int, help="sequences, images or decoded sequences per step "
+                   "on every card (default: the largest each card holds, up to 32, 256 or 1)")
     p.set_defaults(run=_rank)
     p = sub.add_parser("validate", help="every measured row against the prediction of the chapter that owns it")
     p.add_argument("--chapter", choices=validate.CHAPTERS, type=_named(validate.CHAPTERS))

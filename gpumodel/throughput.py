@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import _checks, cost, hardware, measured, memory, workloads
+from . import _checks, cost, hardware, measured, memory, units, workloads
 
 WORKLOADS = ("transformer-train", "cnn-train", "llm-decode")
 #: Units of each workload's throughput.
@@ -181,6 +181,35 @@ def _resnet50_convs(image: int):
                               False))
             width_in, side = out, out_side
     return convs
+
+
+#: Bytes of state per parameter when ResNet-50 trains with SGD and momentum in mixed
+#: precision: FP32 weight, gradient and momentum (12) and the 16-bit copy the kernels read (2).
+CNN_STATE_BYTES = 14.0
+#: 16-bit tensors each convolution leaves for the backward pass: its output, which batch
+#: norm's backward reads, and the output of batch norm and the in-place ReLU, which ReLU's
+#: backward and the next convolution's weight gradient read.
+CNN_SAVED_TENSORS = 2.0
+
+
+@_checks.finite_result
+def cnn_train_memory_bytes(batch, image=224):
+    """Memory to train ResNet-50 v1.5 in mixed precision with SGD, bytes: 14 N + 2 x 2 B x batch x E.
+
+    N: the convolutions' and classifier's parameters (:data:`CNN_STATE_BYTES` each); E: the
+    convolutions' output elements per image, each kept as :data:`CNN_SAVED_TENSORS` 16-bit
+    tensors. About 44 MB per 224-pixel image; cuDNN's workspace, the pooling indices and the
+    allocator's fragmentation are not counted.
+    Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
+    """
+    b = _checks.count("batch", batch)
+    image = _checks.count("image", image)
+    if image < 32:
+        raise ValueError(f"image must be >= 32 pixels (got {image})")
+    convs = _resnet50_convs(image)
+    params = sum(k * n for _, _, _, _, k, n, _ in convs) + 2048 * 1000
+    elements = sum(px * n for _, _, px, _, _, n, _ in convs)
+    return CNN_STATE_BYTES * params + 2.0 * CNN_SAVED_TENSORS * b * elements
 
 
 @_checks.finite_result
@@ -878,6 +907,77 @@ def decode_throughput(accelerators, batches, engine: str = "llama.cpp", calibrat
 decode_throughput = _checks.finite_result(decode_throughput)
 
 
+_TRAIN_OPTIONS = ("seq", "layers", "d_model", "d_ff", "heads", "vocab", "positions")
+_DECODE_WEIGHT_OPTIONS = ("layers", "d_model", "d_ff", "heads", "kv_heads", "vocab")
+
+
+def memory_need_bytes(workload: str, batch=None, **options) -> float:
+    """Memory one card needs to run ``workload`` at ``batch`` (default :data:`DEFAULT_BATCH`), bytes.
+
+    Transformer training: :func:`gpumodel.workloads.training_memory_bytes` of the encoder
+    that :func:`transformer_train_kernels` describes; CNN training:
+    :func:`cnn_train_memory_bytes`; decoding: the weights at ``weight_bits`` plus ``batch``
+    key/value caches of ``context`` tokens (:func:`gpumodel.workloads.inference_memory_bytes`).
+    ``options`` are those of :func:`kernels_for`.
+    Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
+    """
+    workload = _workload(workload)
+    b = DEFAULT_BATCH[workload] if batch is None else _checks.count("batch", batch)
+    kernels_for(workload, b, **options)
+    if workload == "transformer-train":
+        arch = {**BERT_LARGE_SQUAD, **{k: v for k, v in options.items() if k in _TRAIN_OPTIONS}}
+        params = workloads.encoder_params(arch["layers"], arch["d_model"], arch["d_ff"],
+                                          arch["vocab"], arch["positions"])
+        return float(workloads.training_memory_bytes(params, arch["layers"], arch["d_model"],
+                                                     arch["heads"], arch["seq"], b))
+    if workload == "cnn-train":
+        return float(cnn_train_memory_bytes(b, options.get("image", 224)))
+    arch = {k: v for k, v in options.items() if k in _DECODE_WEIGHT_OPTIONS}
+    weights = weight_bytes(options.get("weight_bits", 16.0), **arch)
+    kv = kv_cache_bytes(options.get("context", 2048), kv_bits=options.get("kv_bits", 16.0),
+                        **{k: v for k, v in arch.items() if k not in ("d_ff", "vocab")})
+    return float(workloads.inference_memory_bytes(weights, kv, b))
+
+
+@functools.lru_cache(maxsize=None)
+def fit_margin() -> float:
+    """The largest share of usable memory that a measured run's modelled need took.
+
+    Lambda's BERT-large runs chose each card's batch by its memory and kept a margin; this
+    is the fullest of them by :func:`memory_need_bytes`, so a job "fits" a card where its
+    modelled need is at most this share of the card's usable memory.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
+    """
+    shares = []
+    for row in measured.measurements(VALIDATION["transformer-train"][0]):
+        usable = hardware.get(row["hardware"]).usable_memory_bytes
+        if usable is not None:
+            shares.append(memory_need_bytes("transformer-train", int(row["batch"])) / usable)
+    return float(max(shares))
+
+
+def _room(card) -> float:
+    return fit_margin() * (card.usable_memory_bytes or card.memory_bytes)
+
+
+def largest_batch(workload: str, accelerators=None, cap=None, **options) -> np.ndarray:
+    """The largest batch, up to ``cap`` (default :data:`DEFAULT_BATCH`), that each card holds.
+
+    A card holds a batch when :func:`memory_need_bytes` is at most :func:`fit_margin` of its
+    usable memory (the nominal capacity where none is published). 0 where not even a batch
+    of one fits.
+    Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
+    """
+    workload = _workload(workload)
+    cap = DEFAULT_BATCH[workload] if cap is None else _checks.count("cap", cap)
+    cards = _cards(accelerators)
+    fixed = memory_need_bytes(workload, 1, **options)
+    per_item = memory_need_bytes(workload, 2, **options) - fixed
+    fixed -= per_item
+    room = np.array([_room(a) for a in cards])
+    return np.clip(np.floor((room - fixed) / per_item), 0, cap).astype(int)
+
+
 def relative_throughput(workload: str, accelerators=None, reference: str = REFERENCE,
                         batch=None, **options) -> np.ndarray:
     """Each card's modelled throughput divided by the ``reference`` card's, same settings.
@@ -1080,26 +1180,52 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
          batch=None, math: str = "16-bit", **options) -> list[dict]:
     """Every card's modelled throughput relative to ``reference``, fastest first (ties by name).
 
-    Rows: accelerator, workload, relative_throughput, band_low and band_high (the relative
-    throughput divided by 1 + the 90th and 10th percentiles of the left-out error of relative
-    throughput on the workload's measured rows: :func:`band`; the reference's own row has no
-    band), memory_gib,
-    usable_memory_gib, price_usd (``prices`` overrides the table's launch price) and
-    relative_per_1000_usd (relative throughput per 1,000 dollars of card; None without a price).
+    Without ``batch``, each card runs the largest batch it holds up to the workload's default
+    (:func:`largest_batch`); a card that holds no batch gets relative throughput 0 and sorts
+    last. With ``batch``, every card runs that batch and ``fits`` says whether it holds it.
+    Rows: accelerator, workload, batch, fits, relative_throughput, band_low and band_high
+    (the relative throughput divided by 1 + the 90th and 10th percentiles of the left-out
+    error of relative throughput on the workload's measured rows: :func:`band`; the
+    reference's own row has no band), memory_gib, usable_memory_gib, price_usd (``prices``
+    overrides the table's launch price) and relative_per_1000_usd (relative throughput per
+    1,000 dollars of card; None without a price).
     Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
     """
     workload = _workload(workload)
     cards = _cards(accelerators)
     ref = _cards([reference], "reference")[0]
     prices = _check_prices(prices)
-    both = throughput(workload, cards + [ref], batch, math=math, **options)
-    speed, base = both[:-1], both[-1]
+    both = cards + [ref]
+    shape = {k: v for k, v in options.items() if k not in ("calibration", "engine")}
+    if batch is None:
+        batches = [int(b) for b in largest_batch(workload, both, **shape)]
+        if batches[-1] == 0:
+            raise ValueError(f"reference {ref.name!r} cannot hold {workload} at a batch of 1 "
+                             f"({memory_need_bytes(workload, 1, **shape) / units.GiB:,.1f} GiB "
+                             f"needed); pick a card with more memory")
+        fits = [b > 0 for b in batches]
+    else:
+        if isinstance(batch, (list, tuple)) or np.ndim(batch) > 0:
+            raise ValueError("rank takes one batch for all cards (or None: the largest each "
+                             "card holds); use throughput() for per-card batches")
+        batches = _batches(batch, len(both))
+        fits = [memory_need_bytes(workload, b, **shape) <= _room(a)
+                for a, b in zip(both, batches)]
+    running = [i for i, b in enumerate(batches) if b > 0]
+    speed = np.zeros(len(both))
+    speed[running] = throughput(workload, [both[i] for i in running],
+                                [batches[i] for i in running], math=math, **options)
+    base = speed[-1]
     rows = []
-    for acc, s in zip(cards, speed):
+    for acc, s, b, fit in zip(cards, speed[:-1], batches, fits):
         price = _price(acc, prices)
         rel = float(s / base)
-        low, high = (rel, rel) if acc.name == ref.name else band_bounds(rel, workload)
-        rows.append({"accelerator": acc.name, "workload": workload, "relative_throughput": rel,
+        if acc.name == ref.name or rel == 0.0:
+            low, high = rel, rel
+        else:
+            low, high = band_bounds(rel, workload)
+        rows.append({"accelerator": acc.name, "workload": workload, "batch": int(b),
+                     "fits": bool(fit), "relative_throughput": rel,
                      "band_low": float(low), "band_high": float(high),
                      "memory_gib": acc.memory_gib, "usable_memory_gib": acc.usable_memory_gib,
                      "price_usd": price,
@@ -1138,7 +1264,7 @@ def recommend(workload: str, budget_usd, memory_gib, eight_bit: bool = False, pr
     picks = []
     for r in rows:
         memory = r["usable_memory_gib"] or r["memory_gib"]
-        if r["price_usd"] is None or r["price_usd"] > budget or memory < need:
+        if not r["batch"] or r["price_usd"] is None or r["price_usd"] > budget or memory < need:
             continue
         watts = cards[r["accelerator"]].tdp_w or 0.0
         owned = float(cost.ownership_usd(r["price_usd"], watts, utilization, years, usd_per_kwh))

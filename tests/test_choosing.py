@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpumodel import calibration, cost, hardware, throughput, workloads
+from gpumodel import calibration, cost, hardware, measured, throughput, workloads
 from gpumodel.explorations import choosing_a_gpu as C
 
 D = cost.POST_DESKTOP
@@ -560,3 +560,87 @@ def test_a_job_that_fills_a_card_past_the_measured_margin_is_tight():
     assert frame.loc["fine-tune BERT-large, 32 x 384 tokens", "RTX 4090"] == "tight"
     assert frame.loc["fine-tune BERT-base, 32 x 128 tokens", "RTX 4090"] == "fits"
     assert frame.loc["train GPT-2 XL (1.5B), 8 x 1024 tokens", "RTX 4090"] == "-"
+
+
+# --- a batch each card can hold ----------------------------------------------------------------
+
+def test_fit_margin_is_the_fullest_measured_bert_run():
+    assert throughput.fit_margin() == pytest.approx(
+        max(C.lambda_batch_fill()["need"]), rel=1e-12)
+    assert throughput.fit_margin() == pytest.approx(0.919720342531215, rel=1e-9)
+
+
+def test_cnn_memory_counts_two_saved_tensors_per_convolution_output():
+    per_image = (throughput.cnn_train_memory_bytes(2)
+                 - throughput.cnn_train_memory_bytes(1))
+    convs = throughput._resnet50_convs(224)
+    elements = sum(px * n for _, _, px, _, _, n, _ in convs)
+    assert elements == 11_113_984
+    assert per_image == pytest.approx(4.0 * elements)
+    params = sum(k * n for _, _, _, _, k, n, _ in convs) + 2048 * 1000
+    assert throughput.cnn_train_memory_bytes(1) == pytest.approx(14.0 * params + 4.0 * elements)
+
+
+def test_lambda_resnet_batches_fit_within_the_bert_margin():
+    """The ResNet-50 memory model was not fitted to Lambda's batches; their fills check it."""
+    for row in measured.measurements("lambda.resnet50."):
+        card = hardware.get(row["hardware"])
+        usable = card.usable_memory_bytes or card.memory_bytes
+        need = throughput.memory_need_bytes("cnn-train", int(row["batch"]))
+        assert 0.6 < need / usable <= throughput.fit_margin(), row["id"]
+
+
+def test_largest_batch_on_named_cards():
+    cards = ["V100 SXM2 16GB", "RTX 4090", "A100 SXM4 40GB", "RTX 3080", "T4"]
+    assert throughput.largest_batch("transformer-train", cards).tolist() == [16, 29, 32, 7, 15]
+    assert throughput.largest_batch("cnn-train", cards).tolist() == [256, 256, 256, 208, 256]
+    assert throughput.largest_batch("llm-decode", cards).tolist() == [0, 1, 1, 0, 0]
+    assert throughput.largest_batch("llm-decode", cards, weight_bits=4.5).tolist() == [1] * 5
+
+
+def test_rank_runs_each_card_at_a_batch_it_holds():
+    rows = {r["accelerator"]: r for r in throughput.rank("transformer-train")}
+    assert rows["RTX 4090"]["batch"] == 29 and rows["RTX 4090"]["fits"]
+    assert rows["H100 SXM5"]["batch"] == 32
+    decode = {r["accelerator"]: r for r in throughput.rank("llm-decode")}
+    assert decode["T4"]["batch"] == 0 and not decode["T4"]["fits"]
+    assert decode["T4"]["relative_throughput"] == 0.0
+    assert list(decode)[-1] in {"T4", "V100 SXM2 16GB", "RTX 3080", "RTX 4070 Ti",
+                                "RTX 2080 Ti", "TPU v2", "TPU v5e"}
+    same = {r["accelerator"]: r for r in throughput.rank("transformer-train", batch=32)}
+    assert not same["RTX 4090"]["fits"] and same["H100 SXM5"]["fits"]
+    assert same["RTX 4090"]["batch"] == 32
+
+
+def test_recommend_and_value_skip_cards_that_cannot_hold_the_model():
+    picks = throughput.recommend("llm-decode", 10_000, 0)
+    assert all(p["batch"] >= 1 for p in picks)
+    assert "RTX 3080" not in C.value_frame("llm-decode").index
+
+
+@settings(max_examples=40, deadline=None)
+@given(memory=st.floats(1.0, 400.0), workload=st.sampled_from(throughput.WORKLOADS))
+def test_largest_batch_is_the_largest_that_fits(memory, workload):
+    card = dataclasses.replace(hardware.get("H100 SXM5"), name="Probe", memory_gib=memory,
+                               usable_memory_gib=memory)
+    b = int(throughput.largest_batch(workload, [card])[0])
+    room = throughput.fit_margin() * memory * 2.0**30
+    cap = throughput.DEFAULT_BATCH[workload]
+    if b:
+        assert throughput.memory_need_bytes(workload, b) <= room * (1 + 1e-12)
+    if b < cap:
+        assert throughput.memory_need_bytes(workload, b + 1) > room * (1 - 1e-12)
+    bigger = dataclasses.replace(card, memory_gib=memory * 1.5, usable_memory_gib=memory * 1.5)
+    assert throughput.largest_batch(workload, [bigger])[0] >= b
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: throughput.largest_batch("cnn-train", cap=0), "cap"),
+    (lambda: throughput.memory_need_bytes("cnn-train", batch=-1), "batch"),
+    (lambda: throughput.cnn_train_memory_bytes(8, image=16), "image"),
+    (lambda: throughput.rank("llm-decode", batch=[1, 2]), "batch"),
+    (lambda: throughput.rank("llm-decode", reference="T4"), "reference"),
+])
+def test_batch_fit_refusals_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -392,6 +392,12 @@ REGISTRY: dict[str, dict | Entry] = {
                                          engine="llama.cpp"),
     "throughput.weight_bytes": dict(weight_bits=4.5, layers=2, d_model=256, d_ff=512, heads=4, kv_heads=2,
                                     vocab=1000, input_embedding=False),
+    "throughput.cnn_train_memory_bytes": dict(batch=64, image=160),
+    "throughput.memory_need_bytes": dict(workload="llm-decode", batch=4, weight_bits=4.5,
+                                         context=4096),
+    "throughput.fit_margin": dict(),
+    "throughput.largest_batch": dict(workload="transformer-train", accelerators=["RTX 4090", "T4"],
+                                     cap=16, seq=128),
     "throughput.rank": dict(workload="llm-decode", reference="RTX 4090", accelerators=["RTX 3090", "H100 SXM5"],
                             prices={"RTX 3090": 800.0}, batch=2, math="16-bit"),
     "throughput.recommend": dict(workload="transformer-train", budget_usd=2500.0, memory_gib=20.0,
@@ -657,8 +663,8 @@ def fuzz_function(key: str, tally: Tally) -> None:
     tally.covered.add(key)
     fn = target(key)
     e = entry(key)
-    names = {p.name for p in parameters(key)}
     kwargs = baseline(key)
+    names = {p.name for p in parameters(key)} | set(kwargs)
     tally.run(key, "baseline", lambda: fn(**kwargs), names, nonfinite_ok=e.nonfinite_ok)
     if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
         return

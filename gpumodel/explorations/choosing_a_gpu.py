@@ -87,9 +87,11 @@ def l2_check_frame(batch: int = 32, cards=("V100 SXM2 16GB", "RTX 4090", "A100 S
 
 def ranking(workload, share_scale):
     """Every GPU's modelled throughput relative to the reference card for one workload, with
-    every fitted and measured share of the Tensor Core peak multiplied by ``share_scale``."""
+    every fitted and measured share of the Tensor Core peak multiplied by ``share_scale``; each
+    at the largest batch it holds, cards that hold none left out."""
     cal = calibration.with_constants(share_scale=share_scale)
-    rows = throughput.rank(workload, accelerators=_gpus(), calibration=cal)
+    rows = [r for r in throughput.rank(workload, accelerators=_gpus(), calibration=cal)
+            if r["batch"] > 0]
     return {"gpu": [r["accelerator"] for r in rows],
             "relative": [r["relative_throughput"] for r in rows],
             "low": [r["band_low"] for r in rows], "high": [r["band_high"] for r in rows],
@@ -122,8 +124,10 @@ RANKING = Exploration(
     chart=ranking_chart,
     description="Bar chart: every GPU in the hardware table (one bar each, fastest at the top) ranked "
                 "by the step model's throughput relative to the reference card (its bar in "
-                "vermillion) for one workload: BERT-large training at 32 sequences of 384 tokens, "
-                "ResNet-50 training at 256 images, or Llama 3 8B decoding one 16-bit sequence; "
+                "vermillion) for one workload: BERT-large training at up to 32 sequences of 384 "
+                "tokens, ResNet-50 training at up to 256 images (each card at the largest batch "
+                "its memory holds), or Llama 3 8B decoding one 16-bit sequence (cards that "
+                "cannot hold the weights left out); "
                 "a grey line across each bar spans the 10th to 90th percentile of the model's "
                 "left-out error on that workload's measured rows.",
 )
@@ -131,16 +135,17 @@ RANKING = Exploration(
 
 def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFrame:
     """The ranking as a table: relative throughput with its 80% range (10th to 90th percentile
-    of the left-out error, :func:`gpumodel.throughput.band`), usable memory, price and value
-    per $1,000."""
+    of the left-out error, :func:`gpumodel.throughput.band`), the batch each card holds,
+    usable memory, price and value per $1,000."""
     rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
     frame = pd.DataFrame([{
-        "accelerator": r["accelerator"], "relative": f"{r['relative_throughput']:.2f}",
+        "accelerator": r["accelerator"], "batch": r["batch"] or "does not fit",
+        "relative": f"{r['relative_throughput']:.2f}" if r["batch"] else "-",
         "80% range": "-" if r["band_low"] == r["band_high"] else
         f"{r['band_low']:.2f}-{r['band_high']:.2f}",
         "memory (GiB)": f"{r['usable_memory_gib'] or r['memory_gib']:.0f}",
         "price ($)": "-" if r["price_usd"] is None else f"{r['price_usd']:,.0f}",
-        "per $1,000": "-" if r["relative_per_1000_usd"] is None
+        "per $1,000": "-" if r["relative_per_1000_usd"] is None or not r["batch"]
         else f"{r['relative_per_1000_usd']:.3f}"} for r in rows])
     return frame.set_index("accelerator").head(top)
 
@@ -443,7 +448,7 @@ def jobs_frame(cards=("RTX 4070 Ti", "RTX 4090", "RTX 5090", "RTX 6000 Ada", "H1
     """Memory each job needs and which cards' usable memory holds it: "fits" within the largest
     share of usable memory a measured run's modelled need took (the margin those runs kept),
     "tight" only without that margin, "-" not at all."""
-    margin = max(lambda_batch_fill()["need"])
+    margin = throughput.fit_margin()
     rows = []
     for label, kind, settings in JOBS:
         need = job_memory_gib(kind, settings)
@@ -471,7 +476,7 @@ def value_frame(workload: str = "transformer-train", years: float = 5.0,
     """GPUs with a price: relative throughput per $1,000 of card, and of card plus electricity."""
     rows = []
     for r in throughput.rank(workload, accelerators=_gpus(), prices=prices):
-        if r["price_usd"] is None:
+        if r["price_usd"] is None or not r["batch"]:
             continue
         acc = hardware.get(r["accelerator"])
         total = cost.ownership_usd(r["price_usd"] + system_usd, acc.tdp_w, utilization, years,
