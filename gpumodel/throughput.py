@@ -939,7 +939,6 @@ def memory_need_bytes(workload: str, batch=None, **options) -> float:
     return float(workloads.inference_memory_bytes(weights, kv, b))
 
 
-@functools.lru_cache(maxsize=None)
 def fit_margin() -> float:
     """The largest share of usable memory that a measured run's modelled need took.
 
@@ -948,6 +947,11 @@ def fit_margin() -> float:
     modelled need is at most this share of the card's usable memory.
     Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
     """
+    return _fit_margin()
+
+
+@functools.lru_cache(maxsize=None)
+def _fit_margin() -> float:
     shares = []
     for row in measured.measurements(VALIDATION["transformer-train"][0]):
         usable = hardware.get(row["hardware"]).usable_memory_bytes

@@ -1126,6 +1126,35 @@ def cv_summary(chapter: str | None = None) -> dict:
     return out
 
 
+def discordant_pairs(workload: str) -> list[dict]:
+    """The pairs of cards that the left-out predictions order the other way from the measurements.
+
+    ``workload`` is a key of ``cv_summary()["tau"]`` (such as "decode.llama3_8b_q4"). One dict
+    per pair: first and second (the card measured faster first), measured_gap (how much
+    faster the first measured, as a fraction of the second) and the left-out errors of both.
+    These are the pairs that hold Kendall's tau below 1.
+    Explained in :doc:`/book/choosing_a_gpu` (section "Where this model is wrong").
+    """
+    if not isinstance(workload, str):
+        raise ValueError(f"workload must be a string such as 'decode.llama3_8b_q4' "
+                         f"(got {workload!r:.60})")
+    rows_of = [r for r in cross_validate() if _tau_workload(r["id"]) == workload]
+    known = sorted(cv_summary()["tau"])
+    if workload not in known:
+        raise ValueError(f"workload must be one with Kendall's tau: {', '.join(known)} "
+                         f"(got {workload!r:.60})")
+    out = []
+    for i, a in enumerate(rows_of):
+        for b in rows_of[i + 1:]:
+            if (a["measured"] - b["measured"]) * (a["predicted"] - b["predicted"]) >= 0:
+                continue
+            fast, slow = (a, b) if a["measured"] > b["measured"] else (b, a)
+            out.append({"first": fast["hardware"], "second": slow["hardware"],
+                        "measured_gap": fast["measured"] / slow["measured"] - 1.0,
+                        "first_error": fast["rel_error"], "second_error": slow["rel_error"]})
+    return sorted(out, key=lambda p: p["measured_gap"])
+
+
 def error_band(chapter: str, workload_prefix: str | None = None) -> tuple[float, float]:
     """The 10th and 90th percentiles of the left-out relative error of a chapter's rows (optionally
     of the rows whose id starts with ``workload_prefix``): the band a prediction carries.

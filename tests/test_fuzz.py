@@ -427,6 +427,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "validate.kendall_tau": dict(x=[1.0, 2.0, 3.0], y=[1.0, 3.0, 2.0]),
     "validate.cross_validate": dict(chapter="low_precision"),
     "validate.cv_summary": dict(chapter="sparsity"),
+    "validate.discordant_pairs": dict(workload="lambda.bert_large"),
     "validate.error_band": dict(chapter="choosing_a_gpu", workload_prefix="decode."),
     "calibration.die": dict(hardware_name="A100 SXM4 80GB"),
     "calibration.row_dies": dict(row={"id": "dle.x.a100.1gpu", "hardware": "A100 SXM4 40GB"}),

@@ -251,3 +251,21 @@ def test_kendall_tau_of_many_items_is_refused_before_it_takes_gigabytes():
         validate.kendall_tau(np.arange(50_000.0), np.arange(50_000.0))
     with pytest.raises(ValueError, match=r"x must be a 1-D sequence"):
         validate.kendall_tau([[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_discordant_pairs_are_the_pairs_that_hold_tau_below_one():
+    summary = validate.cv_summary()
+    for workload, t in summary["tau"].items():
+        pairs = validate.discordant_pairs(workload)
+        n0 = t["cards"] * (t["cards"] - 1) // 2
+        assert len(pairs) == pytest.approx((1.0 - t["left_out"]) * n0 / 2.0)
+        assert all(p["measured_gap"] > 0 for p in pairs)
+    q4 = validate.discordant_pairs("decode.llama3_8b_q4")
+    assert (q4[0]["first"], q4[0]["second"]) == ("L40S", "RTX 3090")
+    assert q4[0]["measured_gap"] == pytest.approx(115.55 / 115.42 - 1.0)
+
+
+@pytest.mark.parametrize("bad", ["decode.llama3_8b", "lambda", 3, None])
+def test_discordant_pairs_refuse_unknown_workloads(bad):
+    with pytest.raises(ValueError, match="workload"):
+        validate.discordant_pairs(bad)
