@@ -71,6 +71,14 @@ TRANSFORMER_ELEMENTWISE = {"softmax": ("scores", 2.0), "attention dropout": ("sc
                            "dropout, residual, layer norm": ("width", 14.0),
                            "GELU": ("ffn", 2.0)}
 BACKWARD_ELEMENTWISE = 2.0
+#: The attention's other separate operations in the measured runs, as NVIDIA's
+#: DeepLearningExamples BERT writes them: (size, forward, backward element-passes). Dividing
+#: the scores by the square root of the head width reads and writes them each way; adding
+#: the mask reads and writes them forward, and backward the gradient passes through it
+#: unchanged; ``.contiguous()`` copies the context out of its per-head layout each way.
+ATTENTION_OPS = {"attention scaling": ("scores", 2.0, 2.0),
+                 "attention mask": ("scores", 2.0, 0.0),
+                 "context copy": ("width", 2.0, 2.0)}
 #: Bytes per parameter of a mixed-precision Adam update: FP32 master weight, momentum and
 #: variance each read and written (24), the 16-bit gradient read (2), the 16-bit copy written (2).
 ADAM_BYTES_PER_PARAM = 28.0
@@ -125,8 +133,9 @@ def transformer_train_kernels(batch, seq=384, layers=24, d_model=1024, d_ff=4096
 
     Per layer, forward: four weight GEMMs (QKV, attention output, FFN up, FFN down), two batched
     attention GEMMs (scores, context) and the elementwise passes of
-    :data:`TRANSFORMER_ELEMENTWISE`; backward: two GEMMs per forward GEMM (input and weight
-    gradients) and :data:`BACKWARD_ELEMENTWISE` x the elementwise traffic. GEMM bytes are the
+    :data:`TRANSFORMER_ELEMENTWISE` and :data:`ATTENTION_OPS`; backward: two GEMMs per
+    forward GEMM (input and weight gradients), :data:`BACKWARD_ELEMENTWISE` x the elementwise
+    traffic and the backward passes of :data:`ATTENTION_OPS`. GEMM bytes are the
     minimum traffic of 16-bit operands (for attention: Q, K and the scores; the probabilities,
     V and the context). Then one Adam update over all parameters. ``launches``
     counts how many times each kernel runs per step. Defaults: BERT-large on 384-token sequences.
@@ -156,6 +165,11 @@ def transformer_train_kernels(batch, seq=384, layers=24, d_model=1024, d_ff=4096
         nbytes = 2.0 * t * sizes[size] * passes
         kernels.append(_kernel(f"{name} (forward)", 0.0, nbytes, L))
         kernels.append(_kernel(f"{name} (backward)", 0.0, BACKWARD_ELEMENTWISE * nbytes, L))
+    for name, (size, *passes) in ATTENTION_OPS.items():
+        for way, count in zip(("forward", "backward"), passes):
+            if count:
+                kernels.append(_kernel(f"{name} ({way})", 0.0, 2.0 * t * sizes[size] * count,
+                                       L))
     params = L * (4 * d * d + 2 * d * f) + (v + p) * d
     kernels.append(_kernel("Adam update", 0.0, ADAM_BYTES_PER_PARAM * params))
     return _table(kernels)

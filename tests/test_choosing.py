@@ -644,3 +644,17 @@ def test_largest_batch_is_the_largest_that_fits(memory, workload):
 def test_batch_fit_refusals_name_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_attention_ops_follow_the_measured_runs_code():
+    """DeepLearningExamples' BERT scales and masks the scores and copies the context as
+    separate operations; the mask's backward is a pass-through, so it has no kernel."""
+    table = throughput.transformer_train_kernels(2, seq=16, layers=1, d_model=64, heads=4,
+                                                 d_ff=128, vocab=10, positions=16)
+    byname = dict(zip(table["kernel"], table["bytes"]))
+    scores = 2 * 16 * 4 * 16
+    assert byname["attention scaling (forward)"] == 2.0 * scores * 2.0
+    assert byname["attention scaling (backward)"] == 2.0 * scores * 2.0
+    assert byname["attention mask (forward)"] == 2.0 * scores * 2.0
+    assert "attention mask (backward)" not in byname
+    assert byname["context copy (backward)"] == 2.0 * 2 * 16 * 64 * 2.0

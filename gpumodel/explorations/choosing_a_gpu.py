@@ -373,6 +373,8 @@ def elementwise_bytes_per_token() -> dict:
     out = {"scores": 0.0, "other": 0.0}
     for kind, passes in throughput.TRANSFORMER_ELEMENTWISE.values():
         out["scores" if kind == "scores" else "other"] += 2.0 * size[kind] * passes
+    for kind, forward, _ in throughput.ATTENTION_OPS.values():
+        out["scores" if kind == "scores" else "other"] += 2.0 * size[kind] * forward
     return out
 
 
