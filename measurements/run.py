@@ -1,15 +1,18 @@
 """Measure your own GPU and score the book's models on it.
 
-    python measurements/run.py --out my_gpu.csv            # a few minutes, one GPU
-    python -m gpumodel validate --measurements my_gpu.csv  # the book's models against it
+    .venv/bin/pip install torch                                      # into the book's environment
+    .venv/bin/python measurements/run.py --out my_gpu.csv            # a few minutes, one GPU
+    .venv/bin/python -m gpumodel validate --measurements my_gpu.csv  # the book's models against it
 
 Runs matmuls of several shapes in BF16 and FP16 (FP8 where the GPU has FP8 Tensor Cores and
 PyTorch exposes them), a copy kernel for memory bandwidth, a 2:4-sparse against a dense matmul
 where the GPU supports 2:4, and, when started with ``torchrun --nproc-per-node N``, an
 all-reduce sweep. Every result is timed with CUDA events after a warm-up and written as one row
 in the schema of ``gpumodel/data/measurements.csv``, with the device, driver, library versions,
-clocks, power limit and date in ``detail``. Needs PyTorch with CUDA (or ROCm); nothing else in
-the book does. See measurements/README.md.
+clocks, power limit and date in ``detail``, and ``hardware`` the book's name for the card
+(:data:`DEVICE_NAMES`); a card the book lacks stops it before anything is measured, unless
+``--hardware`` names it. Needs PyTorch with CUDA (or ROCm); nothing else in the book does.
+See measurements/README.md.
 """
 from __future__ import annotations
 
@@ -314,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV file to write")
     parser.add_argument("--hardware", help="the hardware-table name of this GPU, e.g. 'H100 SXM5' "
-                        "(guessed from the device name if left out)")
+                        "(found from the device name if left out; a card the table lacks stops "
+                        "the script)")
     parser.add_argument("--link", help="for the all-reduce: the link name in the book's table, "
                         "e.g. 'NVLink 4 (H100)'")
     args = parser.parse_args(argv)
