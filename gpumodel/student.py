@@ -191,8 +191,64 @@ def resolve_markdown(text: str, values: dict) -> str:
                              .exists() else f"]({m.group(1)}.ipynb{m.group(2) or ''})", text)
 
 
+#: An exercise directive's opening line (``{exercise}`` or gated ``{exercise-start}``) and its options.
+_EXERCISE = re.compile(r"^(`{3,}|:{3,})\{exercise(?:-start)?\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def _chapter_numbers() -> dict:
+    """Chapter file name (no suffix) -> the number the HTML gives it: its place among the
+    chapters of ``_toc.yml``'s numbered parts, counted on across parts as
+    ``use_multitoc_numbering`` does."""
+    import yaml
+
+    toc = yaml.safe_load((_book_dir().parent / "_toc.yml").read_text())
+    numbers = {}
+    for part in toc.get("parts", []):
+        if part.get("numbered"):
+            for entry in part.get("chapters", []):
+                numbers[Path(entry["file"]).stem] = len(numbers) + 1
+    return numbers
+
+
+def _exercise_numbers(nb, chapter: int) -> list[tuple[int, str]]:
+    """(cell index, "4.1") of each numbered exercise, in document order: sphinx-exercise counts
+    a chapter's exercises from 1 after the chapter's number, skipping those marked ``:nonumber:``."""
+    out = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for match in _EXERCISE.finditer(cell.source):
+            if ":nonumber:" not in match.group(2):
+                out.append((index, f"{chapter}.{len(out) + 1}"))
+    return out
+
+
+def _number_as_html(nb, name: str) -> None:
+    """Give the chapter's title and exercises the numbers the HTML shows ("4. Low precision",
+    "Exercise 4.1"): the title's number written in, each exercise's as the ``:enumerator:``
+    option jupyterlab-myst displays (it would otherwise count from 1 in each notebook)."""
+    chapter = _chapter_numbers().get(name)
+    if chapter is None:
+        return
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^# ", cell.source, re.M):
+            cell.source = re.sub(r"^# ", f"# {chapter}. ", cell.source, count=1, flags=re.M)
+            break
+    numbers = iter(number for _, number in _exercise_numbers(nb, chapter))
+
+    def enumerate_one(match):
+        if ":nonumber:" in match.group(2):
+            return match.group(0)
+        return f"{match.group(0)}:enumerator: {next(numbers)}\n"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _EXERCISE.sub(enumerate_one, cell.source)
+
+
 def reader_notebook(path: str | Path):
-    """The notebook at ``path`` with every markdown cell resolved (:func:`resolve_markdown`).
+    """The notebook at ``path`` with every markdown cell resolved (:func:`resolve_markdown`),
+    its chapter and exercises numbered as in the HTML ("Exercise 4.1").
 
     Outputs are kept, so the charts and tables of the last run show before anything runs.
     Explained in :doc:`/book/instructor_guide`.
@@ -202,6 +258,7 @@ def reader_notebook(path: str | Path):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = resolve_markdown(cell.source, values)
+    _number_as_html(nb, Path(path).stem)
     nb.metadata.pop("widgets", None)
     return nb
 
@@ -346,9 +403,11 @@ def _plain(text: str) -> str:
 def outline(notebooks) -> list[dict]:
     """Per chapter with exercises: its title, learning objectives and exercises, read from the notebook.
 
-    Each exercise is {"label", "kind", "task"}: kind "predict, then check" (for class: a slider
-    and a guess) or "compute" (for homework), task its whole statement as plain text, with the
-    chapter's computed values written in (:func:`resolve_markdown`), so it stands alone.
+    Each exercise is {"label", "number", "kind", "task"}: number as the HTML and the reader
+    copies show it ("4.1"), kind "predict, then check" (for class: a slider and a guess) or
+    "compute" (for homework), task its whole statement as plain text, with the chapter's
+    computed values written in (:func:`resolve_markdown`), so it stands alone. A chapter's
+    "number" is the HTML's (None for an unnumbered page).
     Explained in :doc:`/book/instructor_guide`.
     """
     import re
@@ -365,8 +424,10 @@ def outline(notebooks) -> list[dict]:
                 objectives = [line[2:].strip().rstrip(";.") for line in cell.source.splitlines()
                               if line.startswith("- ")]
                 break
+        chapter = _chapter_numbers().get(path.stem)
+        numbers = dict(_exercise_numbers(nb, chapter)) if chapter else {}
         exercises = []
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "markdown" or "{exercise}" not in cell.source:
                 continue
             label = re.search(r"^:label: (\S+)", cell.source, re.M).group(1)
@@ -374,10 +435,10 @@ def outline(notebooks) -> list[dict]:
             predict = body.startswith("*Predict, then check.*")
             body = resolve_markdown(body, values)
             task = _plain(body.replace("*Predict, then check.*", ""))
-            exercises.append({"label": label, "kind": "predict, then check" if predict else "compute",
-                              "task": task})
-        out.append({"chapter": path.stem, "title": _title(nb), "objectives": objectives,
-                    "exercises": exercises})
+            exercises.append({"label": label, "number": numbers.get(index),
+                              "kind": "predict, then check" if predict else "compute", "task": task})
+        out.append({"chapter": path.stem, "number": chapter, "title": _title(nb),
+                    "objectives": objectives, "exercises": exercises})
     return out
 
 
@@ -440,14 +501,16 @@ def session_frame():
 
 
 def exercise_frame():
-    """Every exercise: label, chapter, kind, where it fits (class or homework), minutes, its task."""
+    """Every exercise: label, its number in the book ("4.1", as the HTML and the reader copies
+    show it), session, kind, where it fits (class or homework), minutes, its task."""
     import pandas as pd
 
     chapters = {c["chapter"]: c for c in outline(book_notebooks())}
     rows = []
     for number, name, _ in SESSIONS:
         for e in chapters.get(name, {"exercises": []})["exercises"]:
-            rows.append({"label": e["label"], "session": number, "kind": e["kind"],
+            rows.append({"label": e["label"], "exercise": e["number"], "session": number,
+                         "kind": e["kind"],
                          "suggested for": "class" if e["kind"] == "predict, then check" else "homework",
                          "suggested minutes": MINUTES[e["kind"]], "task": e["task"]})
     return pd.DataFrame(rows).set_index("label")

@@ -1,15 +1,18 @@
 """Measure your own GPU and score the book's models on it.
 
-    python measurements/run.py --out my_gpu.csv            # a few minutes, one GPU
-    python -m gpumodel validate --measurements my_gpu.csv  # the book's models against it
+    .venv/bin/pip install torch                                      # into the book's environment
+    .venv/bin/python measurements/run.py --out my_gpu.csv            # a few minutes, one GPU
+    .venv/bin/python -m gpumodel validate --measurements my_gpu.csv  # the book's models against it
 
 Runs matmuls of several shapes in BF16 and FP16 (FP8 where the GPU has FP8 Tensor Cores and
 PyTorch exposes them), a copy kernel for memory bandwidth, a 2:4-sparse against a dense matmul
 where the GPU supports 2:4, and, when started with ``torchrun --nproc-per-node N``, an
 all-reduce sweep. Every result is timed with CUDA events after a warm-up and written as one row
 in the schema of ``gpumodel/data/measurements.csv``, with the device, driver, library versions,
-clocks, power limit and date in ``detail``. Needs PyTorch with CUDA (or ROCm); nothing else in
-the book does. See measurements/README.md.
+clocks, power limit and date in ``detail``, and ``hardware`` the book's name for the card
+(:data:`DEVICE_NAMES`); a card the book lacks stops it before anything is measured, unless
+``--hardware`` names it. Needs PyTorch with CUDA (or ROCm); nothing else in the book does.
+See measurements/README.md.
 """
 from __future__ import annotations
 
@@ -69,24 +72,48 @@ def write_rows(rows: list[dict], path: str) -> None:
         writer.writerows(rows)
 
 
+#: Device names as ``torch.cuda.get_device_name()`` prints them, upper case and without the
+#: vendor and brand words (:func:`_device_key`), -> the name in the book's hardware table
+#: (``gpumodel/data/accelerators.csv``) or its aliases (``gpumodel/data/hardware_aliases.csv``).
+DEVICE_NAMES = {
+    "H100 80GB HBM3": "H100 SXM5", "H100 PCIE": "H100 PCIe", "H200": "H200 SXM", "B200": "B200",
+    "H800": "H800", "GH200 480GB": "GH200", "GH200 144G HBM3E": "GH200",
+    "A100-SXM4-80GB": "A100 SXM4 80GB", "A100-SXM4-40GB": "A100 SXM4 40GB",
+    "A100-PCIE-40GB": "A100 PCIe", "A100 80GB PCIE": "A100 80GB PCIe",
+    "V100-SXM2-16GB": "V100 SXM2 16GB", "V100-SXM2-32GB": "V100 SXM2 32GB",
+    "V100-PCIE-16GB": "V100 PCIe 16GB", "V100-SXM3-32GB": "V100 SXM3 32GB", "T4": "T4",
+    "L40S": "L40S", "L40": "L40", "A40": "A40", "RTX A6000": "RTX A6000",
+    "RTX 6000 ADA GENERATION": "RTX 6000 Ada", "RTX 2080 TI": "RTX 2080 Ti", "TITAN RTX": "RTX Titan",
+    "RTX 3080": "RTX 3080", "RTX 3090": "RTX 3090", "RTX 4070 TI": "RTX 4070 Ti",
+    "RTX 4090": "RTX 4090", "RTX 5090": "RTX 5090", "INSTINCT MI300X": "MI300X",
+}
+
+
+def _device_key(device: str) -> str:
+    """'NVIDIA GeForce RTX 4090' -> 'RTX 4090': upper case, vendor and brand words dropped."""
+    words = [w for w in device.upper().split() if w not in ("NVIDIA", "GEFORCE", "TESLA", "AMD")]
+    return " ".join(words)
+
+
 def table_name(device: str, names: list[str]) -> str | None:
-    """The hardware-table row a device name such as 'NVIDIA H100 80GB HBM3' belongs to, if any."""
-    text = device.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
-    for other in ("GH200", "GB200", "H200 NVL", "H100 NVL", "L40 ", "A100 80GB PCIE", "A800", "H800"):
-        if other in text + " ":
-            return None
-    aliases = {"H100 80GB HBM3": "H100 SXM5", "H100 PCIE": "H100 PCIe", "H200": "H200 SXM",
-               "A100-SXM4-80GB": "A100 SXM4 80GB", "A100-SXM4-40GB": "A100 SXM4 40GB",
-               "TESLA V100-SXM2-16GB": "V100 SXM2 16GB", "TESLA V100-SXM2-32GB": "V100 SXM2 32GB",
-               "TESLA T4": "T4", "RTX 6000 ADA": "RTX 6000 Ada", "INSTINCT MI300X": "MI300X",
-               "B200": "B200", "L40S": "L40S"}
-    for key, name in aliases.items():
-        if key in text:
-            return name
-    for name in sorted(names, key=len, reverse=True):
-        if name.upper() in text:
-            return name
-    return None
+    """The row of ``names`` (the hardware table's names and aliases) that a device name such as
+    'NVIDIA H100 80GB HBM3' is: :data:`DEVICE_NAMES`, or a name spelled as the device is. None
+    for any other device, never a near match (an 'RTX 3090 Ti' is not the 'RTX 3090')."""
+    key = _device_key(device)
+    if DEVICE_NAMES.get(key) in names:
+        return DEVICE_NAMES[key]
+    return next((name for name in names if _device_key(name) == key), None)
+
+
+def hardware_for(device: str, names: list[str]) -> str:
+    """The hardware-table name to record for ``device``, or a :class:`SetupError` saying how to
+    add the card or name its row with ``--hardware``."""
+    name = table_name(device, names)
+    if name is None:
+        raise SetupError(f"{device!r} is not in the book's hardware table: pass --hardware with "
+                         "the table's name for it, or add the card as measurements/README.md says "
+                         "(section 'A card the book lacks')")
+    return name
 
 
 def progress(done: int, total: int, label: str) -> None:
@@ -231,6 +258,15 @@ def _allreduce(torch, detail: str, hardware: str) -> list[dict]:
 def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
     """Run every measurement on GPU 0 (and the all-reduce under torchrun); rows in the book's schema."""
     torch = _torch()
+    device = torch.cuda.get_device_name()
+    if hardware is None:
+        try:
+            from gpumodel import hardware as table
+        except ImportError:
+            raise SetupError("gpumodel is not importable, so the device cannot be named as the book's "
+                             "hardware table names it: run this with the book's environment "
+                             "(.venv/bin/python measurements/run.py), or pass --hardware") from None
+        hardware = hardware_for(device, table.names() + sorted(table.aliases()))
     ranks = int(os.environ.get("WORLD_SIZE", "1"))
     if ranks > 1:
         import torch.distributed as dist
@@ -238,13 +274,6 @@ def measure(hardware: str | None = None, link: str | None = None) -> list[dict]:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("nccl")
     rank = int(os.environ.get("RANK", "0"))
-    device = torch.cuda.get_device_name()
-    if hardware is None:
-        try:
-            from gpumodel import hardware as table
-            hardware = table_name(device, table.names()) or device
-        except ImportError:
-            hardware = device
     detail = _detail(torch) + (f"; link={link}" if link else "")
     jobs = [("matmul", d, shape) for d in _dtypes(torch) for shape in MATMUL_SHAPES]
     jobs += [("copy", None, None), ("sparse", None, SPARSE_SHAPE)]
@@ -288,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV file to write")
     parser.add_argument("--hardware", help="the hardware-table name of this GPU, e.g. 'H100 SXM5' "
-                        "(guessed from the device name if left out)")
+                        "(found from the device name if left out; a card the table lacks stops "
+                        "the script)")
     parser.add_argument("--link", help="for the all-reduce: the link name in the book's table, "
                         "e.g. 'NVLink 4 (H100)'")
     args = parser.parse_args(argv)

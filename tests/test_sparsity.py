@@ -127,6 +127,16 @@ def test_training_is_deterministic_and_keeps_density():
     assert all(sp.follows_pattern(w, "2:4") for w in tuned["weights"])
 
 
+
+def test_training_on_one_blas_thread_is_bit_for_bit_the_threaded_training():
+    """The speed-up of :func:`sparsity.train` (BLAS on one thread) changes no number of the chapter."""
+    one_thread = sp.train("sparse momentum", 0.5, epochs=3, finetune_2_4=1, batch=128, samples=3072)
+    threaded = sp.train.__wrapped__("sparse momentum", 0.5, epochs=3, finetune_2_4=1, batch=128,
+                                    samples=3072)
+    for key in ("accuracy", "loss", "density"):
+        assert np.array_equal(one_thread[key], threaded[key]), key
+    assert all(np.array_equal(a, b) for a, b in zip(one_thread["weights"], threaded["weights"]))
+
 # --- properties -----------------------------------------------------------------------------
 
 @settings(max_examples=60, deadline=None)

@@ -67,7 +67,8 @@ def test_student_notebook_has_no_solution_and_no_output(path):
     values = student.glue_values(original)
     exercises = [student.resolve_markdown(c.source, values) for c in original.cells
                  if "{exercise}" in c.source]
-    assert [c.source for c in nb.cells if "{exercise}" in c.source] == exercises
+    shown = [c.source for c in nb.cells if "{exercise}" in c.source]
+    assert [re.sub(r"^:enumerator: \S+\n", "", text, flags=re.M) for text in shown] == exercises
     assert len(exercises) >= 3
     for source in exercises:
         assert re.search(r"^:label: \S+", source, re.M), source[:80]
@@ -215,3 +216,56 @@ def test_every_exercise_in_the_guide_stands_alone_with_its_numbers():
     for chapter in student.outline(CHAPTERS):
         for e in chapter["exercises"]:
             assert "(a computed value)" not in e["task"] and "{glue" not in e["task"], e
+
+
+def _html_exercise_numbers(path) -> dict:
+    """Exercise label -> "N.k" as sphinx-exercise numbers it in the HTML, worked out independently:
+    N the chapter's place in _toc.yml's numbered part, k the exercise's place in the chapter's
+    markdown, in document order."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = next(p for p in toc["parts"] if p.get("numbered"))
+    chapter = [c["file"].split("/")[-1] for c in numbered["chapters"]].index(path.stem) + 1
+    text = "\n".join(c.source for c in nbformat.read(str(path), as_version=4).cells
+                     if c.cell_type == "markdown")
+    labels = re.findall(r"^```\{exercise\}\n:label: (\S+)", text, re.M)
+    return {label: f"{chapter}.{k}" for k, label in enumerate(labels, 1)}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_reader_and_student_copies_number_exercises_and_the_chapter_as_the_html(path):
+    """Jupyter shows "Exercise 4.1" (the directive's enumerator) and "4. Low precision", as the HTML."""
+    expected = _html_exercise_numbers(path)
+    chapter = next(iter(expected.values())).split(".")[0]
+    for nb in (student.reader_notebook(path), student.student_notebook(path)):
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        shown = dict(re.findall(r"^```\{exercise\}\n:label: (\S+)\n:enumerator: (\S+)\n", text, re.M))
+        assert shown == expected
+        assert re.search(rf"^# {chapter}\. \S", text, re.M), path.stem
+        assert len(re.findall(r"^# ", text, re.M)) == 1
+
+
+def test_the_guide_calls_each_exercise_by_the_html_number():
+    frame = student.exercise_frame()
+    for path in CHAPTERS:
+        for label, number in _html_exercise_numbers(path).items():
+            assert frame.loc[label, "exercise"] == number, label
+    assert student.exercise_frame().loc["tc-ex-h100", "exercise"] == "3.1"
+
+
+def test_pages_outside_the_numbered_chapters_are_left_unnumbered():
+    nb = student.reader_notebook(ROOT / "book" / "instructor_guide.ipynb")
+    assert nb.cells[0].source.splitlines()[1] == "# Instructor guide"
+
+
+def test_a_nonumber_exercise_is_skipped_by_the_count():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# T"),
+        nbformat.v4.new_markdown_cell("```{exercise}\n:label: a\n:nonumber:\n\nx\n```"),
+        nbformat.v4.new_markdown_cell("```{exercise}\n:label: b\n\ny\n```")])
+    assert student._exercise_numbers(nb, 4) == [(2, "4.1")]
+    student._number_as_html(nb, "low_precision")
+    assert nb.cells[0].source == "# 4. T"
+    assert ":enumerator:" not in nb.cells[1].source
+    assert nb.cells[2].source.startswith("```{exercise}\n:label: b\n:enumerator: 4.1\n")

@@ -171,6 +171,67 @@ def test_run_script_arithmetic_and_names():
         run.row("x", "x", "x", 0.0, "ms", "")
 
 
+#: Cards students get, as ``torch.cuda.get_device_name()`` prints them -> the row run.py records
+#: (None: not in the book's table, so run.py stops and says how to add it or pass --hardware).
+STUDENT_CARDS = {
+    "NVIDIA A100 80GB PCIe": "A100 80GB PCIe", "NVIDIA A100-SXM4-80GB": "A100 SXM4 80GB",
+    "NVIDIA A100-PCIE-40GB": "A100 PCIe", "NVIDIA GH200 480GB": "GH200", "NVIDIA H100 PCIe": "H100 PCIe",
+    "NVIDIA H100 80GB HBM3": "H100 SXM5", "NVIDIA H200": "H200 SXM", "Tesla T4": "T4",
+    "Tesla V100-SXM2-16GB": "V100 SXM2 16GB", "NVIDIA L40S": "L40S", "NVIDIA L40": "L40",
+    "NVIDIA RTX A6000": "RTX A6000", "NVIDIA RTX 6000 Ada Generation": "RTX 6000 Ada",
+    "NVIDIA GeForce RTX 4090": "RTX 4090", "NVIDIA GeForce RTX 3090": "RTX 3090",
+    "AMD Instinct MI300X": "MI300X", "NVIDIA L4": None, "NVIDIA A10G": None, "NVIDIA A10": None,
+    "NVIDIA GeForce RTX 3060": None, "NVIDIA GeForce RTX 3090 Ti": None, "NVIDIA H100 NVL": None,
+    "NVIDIA GeForce RTX 4070 Ti SUPER": None,
+}
+
+
+@pytest.mark.parametrize("device", STUDENT_CARDS)
+def test_run_script_names_the_cards_students_get_as_the_table_does(device):
+    from gpumodel import hardware
+
+    run = _run_module()
+    names = hardware.names() + sorted(hardware.aliases())
+    expected = STUDENT_CARDS[device]
+    assert run.table_name(device, names) == expected
+    if expected is None:
+        with pytest.raises(run.SetupError, match="--hardware.*README"):
+            run.hardware_for(device, names)
+    else:
+        assert run.hardware_for(device, names) == expected and hardware.joins(expected)
+
+
+def test_every_device_name_of_the_run_script_is_a_row_or_an_alias():
+    from gpumodel import hardware
+
+    run = _run_module()
+    assert all(hardware.joins(name) for name in run.DEVICE_NAMES.values())
+    assert all(key == run._device_key(key) for key in run.DEVICE_NAMES)
+
+
+@pytest.mark.parametrize("gpumodel_importable", [True, False])
+def test_run_script_on_an_unknown_card_stops_before_measuring(tmp_path, monkeypatch, capsys,
+                                                              gpumodel_importable):
+    """An L4 (not in the table), or any card outside the book's environment: exit 2, one line,
+    no file, never the raw device name as ``hardware``."""
+    import types
+
+    run = _run_module()
+    cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda *a: "NVIDIA L4")
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    if not gpumodel_importable:
+        import gpumodel
+
+        monkeypatch.setitem(sys.modules, "gpumodel.hardware", None)
+        monkeypatch.delattr(gpumodel, "hardware", raising=False)
+    out = tmp_path / "x.csv"
+    assert run.main(["--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--hardware" in err
+    assert ("'NVIDIA L4' is not in the book's hardware table" in err) == gpumodel_importable
+    assert not out.exists()
+
+
 def test_run_script_without_torch_fails_with_one_line(tmp_path):
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is installed here; the no-torch message cannot be checked")
