@@ -155,7 +155,7 @@ ANSWERS = (
        100),
     _A("lp-ex-mx", "lp_exact_gauss", "ex_exact_gauss", "the same ratio with an exact scale, Gaussian data",
        "ratio", 0.01, 100),
-    _A("lp-ex-predict", "lp_step_speedup", "ex_lp_pred_step", "end-to-end speedup", "times", 0.1, 10),
+    _A("lp-ex-predict", "lp_step_speedup", "ex_lp_pred_step", "end-to-end speedup", "times", 0.1, 20),
     _A("lp-ex-kvcache", "lp_sequences_bf16", "ex_kv_bf16", "sequences that fit with a BF16 cache", "sequences",
        0, 1e5, abs_tol=0.5),
     _A("lp-ex-kvcache", "lp_sequences_fp8", "ex_kv_fp8", "sequences that fit with an FP8 cache", "sequences",
@@ -361,6 +361,8 @@ def check(answer, name: str, unit: str, low: float, high: float) -> float:
     with what to fix."""
     if answer is Ellipsis:
         raise ValueError(f"{name} is not set yet: replace the ... with your number, in {unit}")
+    if getattr(answer, "shape", None) == () and hasattr(answer, "item"):
+        answer = answer.item()
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
         raise ValueError(f"{name} must be a plain number in {unit}, not {type(answer).__name__} "
                          f"({str(answer)[:40]!r})")
@@ -384,7 +386,7 @@ def check_close(answer, expected: float, tolerance: float, name: str) -> None:
 
 def _check_line(answer: Answer) -> str:
     return (f"check({answer.variable}, {answer.variable!r}, unit={answer.unit!r}, "
-            f"low={answer.low!r}, high={answer.high!r})")
+            f"low={answer.low:g}, high={answer.high:g})")
 
 
 def _graded_cells(label: str, expected: list[dict], code: list[str], reference: bool):
@@ -392,7 +394,7 @@ def _graded_cells(label: str, expected: list[dict], code: list[str], reference: 
     import nbformat
 
     lines = [f"# Exercise {label}: set each answer to a plain number in the unit named, then run the check."]
-    lines += [f"{e['answer'].variable} = ...  # {e['answer'].what}, in {e['answer'].unit}" for e in expected]
+    lines += [f"{e['answer'].variable} = ...  # {e['answer'].what} ({e['answer'].unit})" for e in expected]
     lines.append(BEGIN_SOLUTION if reference else CODE_STUB)
     if reference:
         lines += [c.rstrip() for c in code]
@@ -405,7 +407,7 @@ def _graded_cells(label: str, expected: list[dict], code: list[str], reference: 
     checks += [_check_line(e["answer"]) for e in expected]
     if reference:
         checks.append(BEGIN_HIDDEN)
-        checks += [f"check_close({e['answer'].variable}, {e['value']!r}, {e['tolerance']!r}, "
+        checks += [f"check_close({e['answer'].variable}, {e['value']!r}, {e['tolerance']:.3g}, "
                    f"{e['answer'].variable!r})" for e in expected]
         checks.append(END_HIDDEN)
     check_cell = nbformat.v4.new_code_cell("\n".join(checks))
@@ -419,6 +421,8 @@ def _graded_cells(label: str, expected: list[dict], code: list[str], reference: 
 def _graded_notebook(path: str | Path, reference: bool):
     """The chapter as a reader reads it (:func:`student.reader_notebook`), outputs cleared, each
     solution replaced by the exercise's answer and check cells (or removed where nothing is graded)."""
+    from nbconvert.preprocessors import ClearOutputPreprocessor
+
     nb = student.reader_notebook(path)
     solutions = _solutions(student._read(path))
     by_label: dict[str, list[dict]] = {}
@@ -432,10 +436,9 @@ def _graded_notebook(path: str | Path, reference: bool):
                 label = found.group(1)
                 cells += _graded_cells(label, by_label[label], solutions[label]["code"], reference)
             continue
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
         cells.append(cell)
     nb.cells = cells
+    nb, _ = ClearOutputPreprocessor(enabled=True).preprocess(nb, {})
     nb.metadata.pop("widgets", None)
     return nb
 
@@ -465,6 +468,7 @@ def _nbgrader(course: Path, *args: str) -> None:
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "GPUMODEL_BOOK"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:
@@ -503,11 +507,15 @@ def grade(course_dir: str | Path, submissions: str | Path, csv_path: str | Path)
     import csv
     import shutil
 
-    from nbgrader.api import Gradebook, MissingEntry
-
     course, submissions = Path(course_dir), Path(submissions)
     if not (course / "gradebook.db").exists():
         raise ValueError(f"{str(course)!r} holds no gradebook: write it with `make grader` first")
+    if not submissions.is_dir():
+        raise ValueError(f"{str(submissions)!r} is not a folder of submissions")
+    try:
+        from nbgrader.api import Gradebook, MissingEntry
+    except ImportError:
+        raise ValueError("nbgrader is not installed (pip install -r requirements.txt)") from None
     chapters = sorted(p.name for p in (course / "source").iterdir() if p.is_dir())
     students = sorted(p.name for p in submissions.iterdir() if p.is_dir())
     for who in students:
