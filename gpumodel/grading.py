@@ -17,7 +17,7 @@ hidden tests, ``release/`` from ``nbgrader generate_assignment``), and
 
 grades a folder of submitted notebooks (``SUBMISSIONS_DIR/<student>/<chapter>.ipynb``) offline,
 without Docker, with ``nbgrader autograde``, into a CSV with one row per student and exercise
-(:func:`grade`). Explained in :doc:`/book/instructor_guide`.
+(:func:`grade`). Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers").
 """
 from __future__ import annotations
 
@@ -67,6 +67,10 @@ class Answer:
     def variable(self) -> str:
         return f"answer_{self.name}"
 
+
+#: The H100's memory-bound share in the ResNet-50 exercise, which the solution computes in a loop.
+_SPLIT_H100 = 'throughput.time_by_regime(throughput.kernels_for("cnn-train", 256), ["H100 SXM5"])'
+_MEMORY_SHARE_H100 = f'100 * {_SPLIT_H100}["memory"][0] / sum(v[0] for v in {_SPLIT_H100}.values())'
 
 _A = Answer
 #: Every numeric answer, by exercise. Questions that ask "which" or "why" are left to the reader of
@@ -120,11 +124,14 @@ ANSWERS = (
     _A("hg-ex-predict", "hg_first_point", "ex_hg_first", "first compute-bound point of the chart", "tokens",
        1, 1e5, abs_tol=0.5),
     _A("hg-ex-cpu", "hg_cpu_ms", "ex_hg_cpu_ms", "least time on the EPYC 9654", "ms", 1e-4, 1e5,
-       expression='1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "fp32"), *cases["cpu"][:2])'),
+       expression=('1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "fp32"), '
+                   '*cases["cpu"][:2])')),
     _A("hg-ex-cpu", "hg_fp32_ms", "ex_hg_fp32_ms", "least time on the H100's FP32 units", "ms", 1e-4, 1e5,
-       expression='1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "fp32"), *cases["fp32"][:2])'),
+       expression=('1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "fp32"), '
+                   '*cases["fp32"][:2])')),
     _A("hg-ex-cpu", "hg_bf16_ms", "ex_hg_bf16_ms", "least time on the H100's Tensor Cores", "ms", 1e-4, 1e5,
-       expression='1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "bf16"), *cases["bf16"][:2])'),
+       expression=('1e3 * memory.kernel_seconds(f, memory.matmul_min_traffic(4096, 4096, 4096, "bf16"), '
+                   '*cases["bf16"][:2])')),
     _A("hg-ex-decode", "hg_tokens_by_memory", "ex_hg_by_memory", "tokens/s the bandwidth allows", "tokens/s",
        1, 1e8),
     _A("hg-ex-decode", "hg_tokens_by_compute", "ex_hg_by_compute", "tokens/s the Tensor Cores allow",
@@ -133,7 +140,7 @@ ANSWERS = (
     _A("hg-ex-flight", "hg_warps_per_sm", "ex_hg_ada_warps", "warps per SM", "warps", 0.01, 1e3),
     _A("hg-ex-regimes", "hg_memory_share_h100", "ex_hg_resnet_sxm5", "share of the step memory-bound, H100",
        "%", 0, 100,
-       expression='100 * throughput.time_by_regime(throughput.kernels_for("cnn-train", 256), ["H100 SXM5"])["memory"][0] / sum(v[0] for v in throughput.time_by_regime(throughput.kernels_for("cnn-train", 256), ["H100 SXM5"]).values())'),
+       expression=_MEMORY_SHARE_H100),
     _A("hg-ex-regimes", "hg_memory_share_4090", "ex_hg_resnet_4090", "share of the step memory-bound, RTX 4090",
        "%", 0, 100,
        expression='share'),
@@ -356,9 +363,9 @@ def expected_answers(path: str | Path) -> list[dict]:
 
 
 def check(answer, name: str, unit: str, low: float, high: float) -> float:
-    """The check a student runs on an answer (a chapter's Exercises): a plain finite number, in
-    ``unit``, between ``low`` and ``high``. Says nothing of whether it is right; raises ValueError
-    with what to fix."""
+    """The check a student runs on an answer: a plain finite number, in ``unit``, between ``low``
+    and ``high``. Says nothing of whether it is right; raises ValueError with what to fix.
+    Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
     if answer is Ellipsis:
         raise ValueError(f"{name} is not set yet: replace the ... with your number, in {unit}")
     if getattr(answer, "shape", None) == () and hasattr(answer, "item"):
@@ -480,7 +487,7 @@ def write_course(out_dir: str | Path, notebooks, release: bool = True) -> list[P
     """An nbgrader course directory in ``out_dir``: ``nbgrader_config.py``, one assignment per chapter
     with graded exercises in ``source/<chapter>/<chapter>.ipynb`` and, with ``release``, the student
     versions nbgrader generates in ``release/`` (the gradebook records the hidden tests). The
-    source notebooks written. Explained in :doc:`/book/instructor_guide`."""
+    source notebooks written. Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
     import nbformat
 
     course = Path(out_dir)
@@ -503,7 +510,8 @@ def write_course(out_dir: str | Path, notebooks, release: bool = True) -> list[P
 def grade(course_dir: str | Path, submissions: str | Path, csv_path: str | Path) -> list[dict]:
     """Autograde ``submissions/<student>/<chapter>.ipynb`` against the course's hidden tests with
     ``nbgrader autograde`` (offline, no Docker) and write ``csv_path``: one row per student and
-    exercise (student, chapter, exercise, score, max_score, status). The rows."""
+    exercise (student, chapter, exercise, score, max_score, status). The rows.
+    Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
     import csv
     import shutil
 
