@@ -300,8 +300,7 @@ def _solutions(nb) -> dict[str, dict]:
                 continue
         if label is None:
             continue
-        key = "code" if cell.cell_type == "code" else "prose"
-        if key == "code":
+        if cell.cell_type == "code":
             out[label]["code"].append(cell.source)
         else:
             out[label]["prose"] += cell.source + "\n"
@@ -536,12 +535,13 @@ def grade(course_dir: str | Path, submissions: str | Path, csv_path: str | Path)
     for chapter in chapters:
         if any((course / "submitted" / who / chapter).exists() for who in students):
             _nbgrader(course, "autograde", chapter, "--force")
+    order = {f"check-{label}": i for i, label in enumerate(answers_by_label())}
     rows = []
     with Gradebook(f"sqlite:///{(course / 'gradebook.db').resolve()}") as gradebook:
         for who in students:
             for chapter in chapters:
                 notebook = gradebook.find_notebook(chapter, chapter)
-                for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
+                for cell in sorted(notebook.grade_cells, key=lambda c: (order.get(c.name, len(order)), c.name)):
                     row = {"student": who, "chapter": chapter, "exercise": cell.name.removeprefix("check-"),
                            "score": 0.0, "max_score": cell.max_score, "status": "not submitted"}
                     try:
