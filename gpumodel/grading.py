@@ -376,11 +376,15 @@ def check(answer, name: str, unit: str, low: float, high: float) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number (got {value})")
     if not low <= value <= high:
-        slips = [f for f in UNIT_SLIPS for v in (value * f, value / f) if low <= v <= high]
-        hint = (f"; a factor of {slips[0]:g} would bring it into range: is it in {unit}?" if slips else "")
+        slips = [f"{f:g}" for f in UNIT_SLIPS if low <= value * f <= high][:1]
+        slips += [f"1/{f:g}" for f in UNIT_SLIPS if low <= value / f <= high][:1]
+        hint = (f" Scaled by {' or '.join(slips)} it would be: check the unit." if slips else "")
         raise ValueError(f"{name} = {value:g} is not plausible: expected between {low:g} and {high:g} "
-                         f"{unit}{hint}")
+                         f"({unit}).{hint}")
     print(f"{name} = {value:g} {unit}: a number in a plausible range (the grader checks its value)")
+    if unit.startswith("%") and 0 < abs(value) < 1:
+        print(f"  note: in percent, {value:g} means {value / 100:g} of the whole; for {value:.0%} write "
+              f"{100 * value:g}")
     return value
 
 

@@ -112,6 +112,8 @@ def test_make_student_writes_the_checks_and_no_answer(tmp_path):
 def test_the_check_tests_form_units_and_plausibility(capsys):
     assert grading.check(0.85, "answer_x", "fraction", 0, 1) == 0.85
     assert "plausible" in capsys.readouterr().out
+    grading.check(0.85, "answer_x", "%", 0, 100)
+    assert "for 85% write 85" in capsys.readouterr().out
     with pytest.raises(ValueError, match="not set yet"):
         grading.check(..., "answer_x", "fraction", 0, 1)
     for bad in ("0.85", True, [0.85], None):
@@ -119,11 +121,13 @@ def test_the_check_tests_form_units_and_plausibility(capsys):
             grading.check(bad, "answer_x", "fraction", 0, 1)
     with pytest.raises(ValueError, match="finite"):
         grading.check(float("nan"), "answer_x", "fraction", 0, 1)
-    with pytest.raises(ValueError, match="factor of 100 .* is it in fraction"):
+    with pytest.raises(ValueError, match=r"\(fraction\)\. Scaled by 1/100 it would be: check the unit"):
         grading.check(85.0, "answer_x", "fraction", 0, 1)
+    with pytest.raises(ValueError, match="Scaled by 100 it would be"):
+        grading.check(0.0126, "answer_x", "ms", 1, 1e5)
     with pytest.raises(ValueError, match="not plausible") as err:
         grading.check(-5.0, "answer_x", "ms", 1e-3, 1e3)
-    assert "factor" not in str(err.value)
+    assert "Scaled" not in str(err.value)
     import numpy as np
     assert grading.check(np.float64(2.0), "answer_x", "times", 0.1, 10) == 2.0
     assert grading.check(np.array(2.0), "answer_x", "times", 0.1, 10) == 2.0
