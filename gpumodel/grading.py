@@ -366,7 +366,7 @@ def check(answer, name: str, unit: str, low: float, high: float) -> float:
     and ``high``. Says nothing of whether it is right; raises ValueError with what to fix.
     Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
     if answer is Ellipsis:
-        raise ValueError(f"{name} is not set yet: replace the ... with your number, in {unit}")
+        raise ValueError(f"{name} is not set yet: replace the ... with your number ({unit})")
     if getattr(answer, "shape", None) == () and hasattr(answer, "item"):
         answer = answer.item()
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
