@@ -6,14 +6,18 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: setup book book-student test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student dist clean
+.PHONY: setup book book-student test unit nbval browser-deps browser jupyter-ui reader lab notebook outputs bench student grader dist clean
 
 setup: $(STAMP)
 
+# nbgrader (make grader) runs from the command line; its Jupyter extensions stay off in make lab
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
+	$(BIN)/jupyter server extension disable --sys-prefix $(addprefix nbgrader.server_extensions.,\
+	  formgrader validate_assignment assignment_list course_list) >/dev/null
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null
 	touch $(STAMP)
 
 ## book: build the HTML into _build/html, executing every notebook, warnings as errors
@@ -66,10 +70,18 @@ book-student: $(STAMP)
 	  --warningiserror --nitpick --keep-going
 	mv _build/student-src/_build/html _build/student-html
 
-## student: each chapter without its solutions and outputs, into _build/student (to hand out)
+## student: each chapter without its solutions and outputs, into _build/student (to hand out);
+## each exercise with a numeric answer gets an answer cell and a check cell (form, unit, range)
 student: $(STAMP)
 	rm -rf _build/student
 	$(BIN)/python -m gpumodel.student _build/student $(NOTEBOOKS)
+
+## grader: an nbgrader course in _build/grader (source/: solutions and hidden tests; release/);
+## grade a folder SUBMISSIONS/<student>/<chapter>.ipynb offline, without Docker, into a CSV with
+##   $(BIN)/python -m gpumodel.grading grade _build/grader SUBMISSIONS grades.csv
+grader: $(STAMP)
+	rm -rf _build/grader
+	$(BIN)/python -m gpumodel.grading course _build/grader $(NOTEBOOKS)
 
 ## dist: a wheel of gpumodel with its data, into dist/ (pip install "dist/gpumodel-*.whl[charts]")
 dist: $(STAMP)

@@ -8,7 +8,8 @@ chapter's own saved outputs, each term as its text, each citation as (Author, ye
 section reference as its text or a link to the chapter. ``make lab`` and ``make notebook``
 open these copies (``_build/reader/``). Student notebooks are reader copies without the cells
 tagged "solution" (``tools/tag_solutions.py`` tags them, nbgrader-style) and without outputs,
-using nbconvert's ``TagRemovePreprocessor`` and ``ClearOutputPreprocessor``.
+using nbconvert's ``TagRemovePreprocessor`` and ``ClearOutputPreprocessor``; each exercise that
+asks for numbers gets an answer cell and a check cell (:mod:`gpumodel.grading`).
 ``make student`` writes them to ``_build/student/``; the book build copies them next to each
 chapter page. ``make book-student`` builds the HTML book without solutions from the sources
 :func:`write_student_book` writes. ``python -m gpumodel.student [--reader] OUTDIR NOTEBOOK...``
@@ -342,8 +343,14 @@ def write_student_book(out_dir: str | Path) -> Path:
 
 
 def write(out_dir: str | Path, notebooks) -> list[Path]:
-    """Write the student version of every notebook with exercises into ``out_dir``; the paths written."""
+    """Write the student version of every notebook with exercises into ``out_dir``; the paths written.
+
+    Each is :func:`student_notebook` with every exercise that asks for numbers followed by an answer
+    cell and a check cell (:func:`gpumodel.grading.student_notebook`).
+    """
     import nbformat
+
+    from . import grading
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -352,7 +359,7 @@ def write(out_dir: str | Path, notebooks) -> list[Path]:
         if not has_exercises(path):
             continue
         target = out / path.name
-        nbformat.write(student_notebook(path), str(target))
+        nbformat.write(grading.student_notebook(path), str(target))
         written.append(target)
     return written
 

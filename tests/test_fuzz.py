@@ -53,7 +53,7 @@ MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": m
            "calibration": calibration}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
 #: module must be added to MODULES.
-NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations", "student"}
+NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations", "student", "grading"}
 #: Classes whose public methods are fuzzed, bound to one instance.
 METHOD_TARGETS = {"hardware.Accelerator": (hardware.Accelerator, lambda: hardware.get("H100 SXM5"))}
 #: Constructors that are fuzzed.
