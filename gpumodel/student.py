@@ -473,6 +473,35 @@ def readings(path: str | Path, count: int = 5) -> list[str]:
     return out
 
 
+_TAKEAWAY = re.compile(r"^```\{admonition\} Takeaway\n(?::[a-z]+:[^\n]*\n)*(.*?)^```", re.M | re.S)
+#: Sections a lecture does not walk through.
+_NOT_LECTURED = ("Summary", "Exercises", "References")
+
+
+def lecture_outline(path: str | Path) -> list[dict]:
+    """A chapter as a lecture: one entry per section ("## " heading) in order, with its Takeaway
+    box as plain text (computed values written in; "" where the section has none) and the
+    number of interactive explorations in it. Summary, exercises and references are left out.
+    Explained in :doc:`/book/instructor_guide` (section "Lecture outlines").
+    """
+    nb = reader_notebook(path)
+    sections = []
+    for cell in nb.cells:
+        source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+        if cell.cell_type == "code":
+            if sections and re.search(r"^show\(", source, re.M):
+                sections[-1]["explorations"] += 1
+            continue
+        for block in re.split(r"(?m)^(?=## )", source):
+            if block.startswith("## "):
+                heading = block.splitlines()[0][3:].strip()
+                sections.append({"section": heading, "takeaway": "", "explorations": 0})
+            if sections:
+                for text in _TAKEAWAY.findall(block):
+                    sections[-1]["takeaway"] = _plain(text)
+    return [s for s in sections if s["section"] not in _NOT_LECTURED]
+
+
 #: The suggested course: one chapter per session; the lab goes with the last. (session, chapter, focus)
 SESSIONS = (
     (1, "how_a_gpu_runs", "CPU and GPU; a matmul's FLOP and bytes; three regimes"),

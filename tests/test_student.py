@@ -269,3 +269,24 @@ def test_a_nonumber_exercise_is_skipped_by_the_count():
     assert nb.cells[0].source == "# 4. T"
     assert ":enumerator:" not in nb.cells[1].source
     assert nb.cells[2].source.startswith("```{exercise}\n:label: b\n:enumerator: 4.1\n")
+
+
+def test_lecture_outline_walks_the_sections_with_their_takeaways():
+    outline = student.lecture_outline(ROOT / "book" / "parallelism.ipynb")
+    names = [s["section"] for s in outline]
+    assert names[0].startswith("Today's model")
+    assert "Tensor parallelism" in names
+    assert not {"Summary", "Exercises", "References"} & set(names)
+    tp = outline[names.index("Tensor parallelism")]
+    assert tp["takeaway"].startswith("Tensor parallelism communicates activations")
+    assert tp["explorations"] >= 1
+    for s in outline:
+        assert "{glue" not in s["takeaway"] and "$" not in s["takeaway"]
+    assert any(s["takeaway"] == "" for s in outline)
+
+
+def test_lecture_outline_refuses_what_is_not_a_notebook(tmp_path):
+    bad = tmp_path / "x.ipynb"
+    bad.write_text("not json")
+    with pytest.raises(ValueError, match="not a Jupyter notebook"):
+        student.lecture_outline(bad)
