@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import charts, hardware, memory
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import MiB, TFLOPS
 
 #: Accelerators the chapter compares, oldest first.
@@ -525,3 +525,6 @@ def deepbench_table(gpu: str = "V100 SXM2 16GB") -> pd.DataFrame:
 def explained_share(bound, measured_value, predicted) -> float:
     """Share (%) of the gap between a roofline bound and a measurement that a finer model's prediction closes."""
     return 100 * (bound - predicted) / (bound - measured_value)
+
+
+check_direct_calls(globals())

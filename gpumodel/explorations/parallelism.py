@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .. import charts, hardware, measured, memory, parallelism
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import GB, GiB
 
 #: Message sizes of the bus-bandwidth exploration, bytes (1 KB to 16 GB).
@@ -457,3 +457,6 @@ def llama3_frame() -> pd.DataFrame:
 
 
 EXPLORATIONS = [BUS_BANDWIDTH, TP_VS_DP, ZERO_MEMORY, DP_SCALING]
+
+
+check_direct_calls(globals(), own_checks=("dp_scaling",))

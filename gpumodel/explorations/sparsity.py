@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import charts, hardware, measured, sparsity, workloads
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import TFLOPS
 
 #: Launch overhead per kernel in the speed-up exploration (chapter 1's default), seconds.
@@ -640,3 +640,6 @@ def gemm_intensities(accelerator: str, hidden: int, tokens: int) -> dict:
     return {"dense": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16")),
             "sparse": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16", True)),
             "ridge": float(peak / bw), "sparse_ridge": float(sparsity.sparse_ridge_point(peak, bw))}
+
+
+check_direct_calls(globals())

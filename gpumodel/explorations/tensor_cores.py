@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import _checks, charts, hardware, measured, memory
 from .. import tensor_cores as tc
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 
 #: Latency sets offered by the cycle-budget exploration: the post's table first, then measured
 #: architectures that have a shared-memory or L1 latency (Turing has neither, so it is left out).
@@ -377,3 +377,6 @@ def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> floa
     source, dest = hardware.get(measured_on), hardware.get(target)
     ratio = (dest.sm_count * dest.peak_clock_mhz) / (source.sm_count * source.peak_clock_mhz)
     return measured.measurement(measurement) / 1000 * ratio
+
+
+check_direct_calls(globals())
