@@ -332,21 +332,22 @@ class Exploration:
 LIVE_DATA = "live_table"
 
 
-def check_direct_calls(namespace: dict, own_checks: Sequence[str] = ()) -> None:
+def check_direct_calls(namespace: dict) -> None:
     """Make a chapter module's compute and chart functions refuse bad input when called directly.
 
-    Each module-level function of ``namespace`` (a module's ``globals()``) that is the compute
+    Each public module-level function of ``namespace`` (a module's ``globals()``) that is the compute
     function of one of its Explorations is replaced by a wrapper checking every argument against
     the matching Slider or Choice (so ``compute(4096, "fp16")`` refuses what :meth:`Exploration.table`
     refuses); each chart function by one refusing a ``base`` that is not an Altair chart. The
     Explorations keep the unwrapped functions: ``table`` checks once, and the live callbacks pay
-    nothing. Compute functions named in ``own_checks`` check their arguments themselves (the book
-    calls them beyond their sliders' ranges).
+    nothing.
     """
     explorations = [value for value in namespace.values() if isinstance(value, Exploration)]
     for name, value in list(namespace.items()):
+        if name.startswith("_"):
+            continue
         for exploration in explorations:
-            if value is exploration.compute and name not in own_checks:
+            if value is exploration.compute:
                 namespace[name] = _checked_compute(value, exploration)
             elif value is exploration.chart:
                 namespace[name] = _checked_chart(value)

@@ -717,6 +717,7 @@ EXPLORATION_REGISTRY: dict[str, dict] = {
     "explorations.memory_hierarchy.ridge_all_table": dict(intensity=100.0),
     "explorations.parallelism.bucket_times": dict(params_b=7.0, gpus=64, latency_us=5.0, grad_bytes=2),
     "explorations.parallelism.buckets": dict(nbytes=14e9),
+    "explorations.parallelism.dp_scaling": dict(params_b=7.0, tokens_per_gpu=1024, mfu_pct=40, latency_us=5),
     "explorations.parallelism.collective_chart": dict(frame=lambda: parallelism_explorations.collective_frame()),
     "explorations.parallelism.llama3_case": dict(row=lambda: parallelism_explorations.LLAMA3_TABLE4[1]),
     "explorations.parallelism.small_batch_intensity": dict(batch=8),
@@ -739,6 +740,21 @@ EXPLORATION_REGISTRY: dict[str, dict] = {
     "explorations.validation.memory_range": dict(chapter="choosing_a_gpu", prefix="decode.", kind="HBM"),
     "explorations.validation.points": dict(chapter="sparsity"),
     "explorations.validation.worst_frame": dict(chapter="tensor_cores"),
+}
+#: Columns of the explorations' display tables that are blank (NaN) by design, left out of the
+#: finiteness check, with why.
+EXPLORATION_BLANK_COLUMNS = {
+    "explorations.brain.estimates_frame": (("low", "central", "high"),
+                                           "an estimate published without a low or central value"),
+    "explorations.memory_hierarchy.dram_latency_table": (("clock (MHz)", "ns"),
+                                                         "an architecture without a sourced clock"),
+    "explorations.memory_hierarchy.hierarchy_table": (("usable (GiB)",), "no published device query"),
+    "explorations.memory_hierarchy.latency_table": (("shared", "l1"), "a latency not measured on that architecture"),
+    "explorations.memory_hierarchy.ridge_all_table": (("ridge, FP16 accumulate",), "TPUs have no FP16 mode"),
+    "explorations.tensor_cores.latency_table": (("l1", "shared", "ffma", "mma_fp16"),
+                                                "a latency not measured on that architecture"),
+    "explorations.tensor_cores.sm_balance_table": (("DRAM bytes/cycle/SM", "Tensor FLOP/cycle/SM", "load cycles",
+                                                    "compute cycles"), "a GPU without a sourced boost clock"),
 }
 #: Explorations functions slower than ``QUICK`` seconds at their baseline get the short
 #: mutation list (:data:`SHORT_MUTATIONS`), keeping the whole package's fuzz near a minute.
@@ -817,6 +833,7 @@ def fuzz_exploration_function(key: str, tally: Tally) -> None:
     names = set(inspect.signature(fn).parameters)
     owner = _owner(fn)
     drop = tuple(EXPLORATION_NONFINITE_OK.get(owner[1].name, ())) if owner and owner[0] == "compute" else ()
+    drop += EXPLORATION_BLANK_COLUMNS.get(key, ((), ""))[0]
     kwargs = exploration_baseline(key)
     start = time.perf_counter()
     tally.run(key, "baseline", lambda: fn(**kwargs), names, drop_columns=drop)
