@@ -757,10 +757,24 @@ EXPLORATION_BLANK_COLUMNS = {
                                                     "compute cycles"), "a GPU without a sourced boost clock"),
 }
 #: Explorations functions slower than ``QUICK`` seconds at their baseline get the short
-#: mutation list (:data:`SHORT_MUTATIONS`), keeping the whole package's fuzz near a minute.
+#: mutation list (:data:`SHORT_MUTATIONS`, values every parameter refuses), keeping the whole
+#: package's fuzz near a minute.
 QUICK = 0.05
 SHORT_MUTATIONS = {"negative", "nan", "inf", "true", "string", "none", "complex", "two_d",
                    "empty_list", "dict"}
+#: Explorations functions whose baseline call is too slow for the fuzz (the notebooks run them),
+#: with why: only the short mutations, which must be refused before any work, are tried.
+EXPLORATION_SLOW = {
+    "explorations.sparsity.training_runs": "trains the chapter's networks (about 20 s a seed)",
+    "explorations.sparsity.mean_accuracy": "trains the chapter's networks for every seed",
+    "explorations.sparsity.accuracy_spread": "trains the chapter's networks for every seed",
+    "explorations.sparsity.accuracy_chart": "trains the chapter's networks for every seed",
+    "explorations.sparsity.training_frame": "trains the chapter's networks for every seed",
+    "explorations.sparsity.density_chart": "trains the chapter's networks",
+    "explorations.sparsity.hopper_fp8_gemm_lowest": "sweeps 16,384 token counts (the mutations' valid limits more)",
+    "explorations.sparsity.overhead_bound_tokens": "sweeps 65,536 token counts",
+    "explorations.sparsity.sparse_overhead_exit_tokens": "sweeps 65,536 token counts",
+}
 
 
 def exploration_modules() -> dict:
@@ -836,10 +850,11 @@ def fuzz_exploration_function(key: str, tally: Tally) -> None:
     drop += EXPLORATION_BLANK_COLUMNS.get(key, ((), ""))[0]
     kwargs = exploration_baseline(key)
     start = time.perf_counter()
-    tally.run(key, "baseline", lambda: fn(**kwargs), names, drop_columns=drop)
-    if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
-        return
-    short = time.perf_counter() - start > QUICK
+    if key not in EXPLORATION_SLOW:
+        tally.run(key, "baseline", lambda: fn(**kwargs), names, drop_columns=drop)
+        if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
+            return
+    short = key in EXPLORATION_SLOW or time.perf_counter() - start > QUICK
     for name in kwargs:
         for label, mutated in mutations(kwargs, name):
             if short and label not in SHORT_MUTATIONS:
@@ -999,7 +1014,8 @@ def test_every_explorations_function_has_a_baseline():
         except KeyError as err:
             missing.append(str(err))
     assert not missing, "\n".join(missing)
-    stale = sorted(set(EXPLORATION_REGISTRY) - set(functions))
+    stale = sorted((set(EXPLORATION_REGISTRY) | set(EXPLORATION_SLOW) | set(EXPLORATION_BLANK_COLUMNS))
+                   - set(functions))
     assert not stale, f"EXPLORATION_REGISTRY entries for functions that no longer exist: {stale}"
 
 
