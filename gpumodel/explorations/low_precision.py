@@ -18,6 +18,8 @@ TRAIN_FORMATS = ("fp16", "bf16", "fp8_e5m2", "fp8_e4m3")
 LINE_FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4", "nf4")
 #: The activation matrix of the outlier experiment: tokens x features @ features x outputs.
 ROWS, COLS, OUTS, N_OUTLIER_COLS = 128, 256, 64, 4
+#: Largest outlier scale: the outlier columns stay far inside FP16's range (LLM.int8() keeps them in 16-bit).
+MAX_OUTLIER_SCALE = 1000.0
 #: Most samples a 4-bit table draws per distribution (the chapter's have 65,536).
 MAX_SAMPLES = 2**20
 #: Largest |log2(loss scale)| a sweep takes (2**1000 is still a float64).
@@ -277,8 +279,10 @@ def _activations(outlier_scale: float, n_outlier_cols: int) -> tuple:
 
 
 def _outliers(outlier_scale, n_outlier_cols) -> tuple:
-    """:func:`_activations` for checked arguments: a scale > 0 and a whole number of columns in [0, COLS]."""
-    outlier_scale = float(_checks.positive("outlier_scale", _checks.scalar("outlier_scale", outlier_scale)))
+    """:func:`_activations` for checked arguments: a scale in (0, :data:`MAX_OUTLIER_SCALE`] and
+    a whole number of columns in [0, COLS]."""
+    outlier_scale = _checks.positive("outlier_scale", _checks.scalar("outlier_scale", outlier_scale))
+    outlier_scale = float(_checks.in_range("outlier_scale", outlier_scale, 0, MAX_OUTLIER_SCALE))
     n_outlier_cols = _checks.scalar("n_outlier_cols", n_outlier_cols)
     if not 0 <= n_outlier_cols <= COLS or n_outlier_cols != int(n_outlier_cols):
         raise ValueError(f"n_outlier_cols must be a whole number in [0, {COLS}] (got {n_outlier_cols:g})")
