@@ -854,6 +854,11 @@ def fuzz_exploration_function(key: str, tally: Tally) -> None:
         tally.run(key, "baseline", lambda: fn(**kwargs), names, drop_columns=drop)
         if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
             return
+        try:
+            fn(**kwargs)
+        except ValueError as err:
+            tally.failures.append(f"{key} [baseline]: refused: {err}")
+            return
     short = key in EXPLORATION_SLOW or time.perf_counter() - start > QUICK
     for name in kwargs:
         for label, mutated in mutations(kwargs, name):

@@ -524,8 +524,8 @@ def value_frame(workload: str = "transformer-train", years: float = 5.0,
 def show_value(frame: pd.DataFrame) -> pd.DataFrame:
     """:func:`value_frame` with its numbers formatted for printing, the value's 10th-90th
     percentile range in one column."""
-    _checks.table("frame", frame, ("relative", "price ($)", "power (W)", "owned cost ($)", "per $1,000 owned",
-                                   "low", "high"))
+    _checks.table("frame", frame, ("relative", "price ($)", "power (W)", "owned cost ($)",
+                                   "per $1,000 owned", "low", "high"))
     likely = [f"{a:.3f}-{b:.3f}" for a, b in zip(frame["low"], frame["high"])]
     return frame.drop(columns=["low", "high"]).assign(**{
         "relative": frame["relative"].map("{:.2f}".format),

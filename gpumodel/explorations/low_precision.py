@@ -161,8 +161,9 @@ LOSS_SCALING = Exploration(
 def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
     """Overflow and flush-to-zero fractions of the chapter's gradients against log2(loss scale)."""
     fmt = _checks.choice("fmt", fmt, precision.FORMATS)
-    if _checks.in_range("log2_scales", log2_scales, -MAX_LOG2_SCALE, MAX_LOG2_SCALE).ndim != 1 or not len(log2_scales):
-        raise ValueError(f"log2_scales must be a non-empty 1-D sequence of numbers (got {log2_scales!r:.60})")
+    scales = _checks.in_range("log2_scales", log2_scales, -MAX_LOG2_SCALE, MAX_LOG2_SCALE)
+    if scales.ndim != 1 or not scales.size:
+        raise ValueError(f"log2_scales must be a non-empty 1-D sequence (got {log2_scales!r:.60})")
     over, under = precision.overflow_underflow_fractions(gradients(), fmt, 2.0 ** np.asarray(log2_scales, float))
     return pd.DataFrame({"log2_scale": log2_scales, "overflow": over, "flushed": under})
 
@@ -605,14 +606,14 @@ RHT_SCHEMES = {"NVFP4": ("NVFP4 (16, E4M3)", 16), "MXFP4": ("MX (32, E8M0)", 32)
 def rounding_bias(value=0.2, draws=10_000, name="fp4_e2m1", seed=0) -> dict:
     """``value`` rounded to nearest and, ``draws`` times, stochastically: both results and their bias (%).
 
-    ``value`` must lie between the format's smallest and largest positive values.
+    ``value`` must be nonzero and lie between the format's smallest and largest values.
     """
     name = _checks.choice("name", name, precision.SMALL_FORMATS)
-    draws, value = _checks.count("draws", draws, MAX_SAMPLES), _checks.scalar("value", value)
-    positive = precision.representable_values(name)
-    positive = positive[positive > 0]
-    if not positive.min() < value < positive.max():
-        raise ValueError(f"value must be in ({positive.min():g}, {positive.max():g}) for {name} (got {value:g})")
+    draws, number = _checks.count("draws", draws, MAX_SAMPLES), _checks.scalar("value", value)
+    grid = precision.representable_values(name)
+    if not grid.min() <= number < grid.max() or number == 0:
+        raise ValueError(f"value must be nonzero and in [{grid.min():g}, {grid.max():g}) for {name} "
+                         f"(got {number:g})")
     nearest = float(precision.quantize(value, name))
     mean = float(precision.stochastic_round(np.full(draws, value), name, seed).mean())
     grid = precision.representable_values(name)

@@ -184,7 +184,8 @@ def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
     Also beyond the exploration's sliders: ``latency_us`` = 0 is a latency-free network.
     """
     _data_parallel_inputs(params_b, latency_us, grad_bytes)
-    _checks.in_range("tokens_per_gpu", _checks.scalar("tokens_per_gpu", tokens_per_gpu), 1, MAX_TOKENS_PER_GPU)
+    tokens = _checks.scalar("tokens_per_gpu", tokens_per_gpu)
+    _checks.in_range("tokens_per_gpu", tokens, 1, MAX_TOKENS_PER_GPU)
     _checks.in_range("mfu_pct", _checks.scalar("mfu_pct", mfu_pct), 0.1, 100)
     return _dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes)
 
@@ -296,7 +297,8 @@ def collective_frame(prefix: str = "nccl.a100x8.all_reduce.", link_name: str = "
     link_name = _checks.choice("link_name", link_name, [link.name for link in parallelism.links()])
     rows = sorted(measured.collectives(_checks.text("prefix", prefix)), key=lambda r: r["size_bytes"])
     if not rows:
-        raise ValueError(f"prefix {prefix!r:.60} starts no measured collective's id (e.g. nccl.a100x8.all_reduce.)")
+        raise ValueError(f"prefix {prefix!r:.60} starts no measured collective's id "
+                         "(e.g. nccl.a100x8.all_reduce.)")
     size = np.array([r["size_bytes"] for r in rows])
     busbw = np.array([r["busbw_gbs"] for r in rows]) * GB
     n = int(rows[0]["gpus"])
@@ -312,7 +314,8 @@ def collective_frame(prefix: str = "nccl.a100x8.all_reduce.", link_name: str = "
 
 def collective_chart(frame: pd.DataFrame):
     """Measured bus bandwidth (points) and the two model curves against message size."""
-    _checks.table("frame", frame, ("bytes", "latency_us", "measured", "model, nominal link", "model, 80% of link"))
+    _checks.table("frame", frame, ("bytes", "latency_us", "measured", "model, nominal link",
+                                   "model, 80% of link"))
     long = frame.melt(["bytes", "latency_us"], var_name="series", value_name="gbs")
     series = ["measured", "model, nominal link", "model, 80% of link"]
     x = _bytes_axis("all-reduce size (log scale)")
