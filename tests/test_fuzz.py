@@ -11,6 +11,12 @@ their defaults; every parameter, defaulted or not, is mutated). One argument at 
 replaced by each value of :func:`mutations`. A public function without an entry makes
 ``test_every_public_function_is_registered`` fail: add its baseline call there.
 
+The explorations package (``gpumodel.explorations.*``: compute, chart and table functions) is
+fuzzed by class with the same mutations: each public function's baseline is its defaults, its
+Exploration's defaults (a chart function gets a chart of its table), or an entry of
+:data:`EXPLORATION_REGISTRY`; ``test_every_explorations_function_has_a_baseline`` fails for one
+without.
+
 ``python tests/test_fuzz.py`` prints the counts (functions covered, inputs tried, failures).
 """
 from __future__ import annotations
@@ -54,7 +60,7 @@ MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": m
            "brain": brain, "cost": cost, "throughput": throughput, "validate": validate,
            "calibration": calibration}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
-#: module must be added to MODULES.
+#: module must be added to MODULES. (The explorations package is fuzzed by class, further down.)
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations", "student"}
 #: Classes whose public methods are fuzzed, bound to one instance.
 METHOD_TARGETS = {"hardware.Accelerator": (hardware.Accelerator, lambda: hardware.get("H100 SXM5"))}
