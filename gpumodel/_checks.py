@@ -171,6 +171,29 @@ def choice(name: str, value: str, options) -> str:
     raise ValueError(f"unknown {name} {_brief(value)}{hint} (known: {', '.join(map(str, options))})")
 
 
+def items(name: str, values, check) -> tuple:
+    """``values`` (a non-empty list, tuple or 1-D array) as a tuple of ``check(name, item)`` for
+    each item; a string, a dict, None, an empty or a nested sequence is refused naming ``name``."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        values = values.tolist()
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ValueError(f"{name} must be a non-empty list or tuple (got {_brief(values)})")
+    return tuple(check(name, value) for value in values)
+
+
+def table(name: str, value, columns):
+    """``value`` if it is a pandas DataFrame holding every one of ``columns``."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        raise ValueError(f"{name} must be a pandas DataFrame with columns {', '.join(columns)} "
+                         f"(got {_brief(value)})")
+    missing = [c for c in columns if c not in value.columns]
+    if missing:
+        raise ValueError(f"{name} lacks the columns {', '.join(missing)}")
+    return value
+
+
 def broadcast(**arrays) -> tuple:
     """The shape the named arrays broadcast to; if they do not, a ValueError naming them and their shapes."""
     shapes = {name: np.shape(value) for name, value in arrays.items()}

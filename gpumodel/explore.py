@@ -13,6 +13,8 @@ Explained in :doc:`/book/about` (section "How the interactive figures work").
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import numbers
 import time
@@ -328,6 +330,54 @@ class Exploration:
 
 
 LIVE_DATA = "live_table"
+
+
+def check_direct_calls(namespace: dict) -> None:
+    """Make a chapter module's compute and chart functions refuse bad input when called directly.
+
+    Each public module-level function of ``namespace`` (a module's ``globals()``) that is the compute
+    function of one of its Explorations is replaced by a wrapper checking every argument against
+    the matching Slider or Choice (so ``compute(4096, "fp16")`` refuses what :meth:`Exploration.table`
+    refuses); each chart function by one refusing a ``base`` that is not an Altair chart. The
+    Explorations keep the unwrapped functions: ``table`` checks once, and the live callbacks pay
+    nothing.
+    """
+    explorations = [value for value in namespace.values() if isinstance(value, Exploration)]
+    for name, value in list(namespace.items()):
+        if name.startswith("_"):
+            continue
+        for exploration in explorations:
+            if value is exploration.compute:
+                namespace[name] = _checked_compute(value, exploration)
+            elif value is exploration.chart:
+                namespace[name] = _checked_chart(value)
+
+
+def _checked_compute(compute: Callable, exploration: Exploration) -> Callable:
+    signature = inspect.signature(compute)
+    params = {p.name: p for p in exploration.params}
+
+    @functools.wraps(compute)
+    def checked(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name in params:
+                bound.arguments[name] = params[name].check(value)
+        return compute(*bound.args, **bound.kwargs)
+
+    return checked
+
+
+def _checked_chart(chart: Callable) -> Callable:
+    name = next(iter(inspect.signature(chart).parameters))
+
+    @functools.wraps(chart)
+    def checked(base):
+        if not isinstance(base, alt.Chart):
+            raise ValueError(f"{name} must be an Altair Chart of the exploration's table (got {base!r:.60})")
+        return chart(base)
+
+    return checked
 
 
 def static_chart(exploration: Exploration, decimals: int = 6):

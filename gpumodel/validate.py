@@ -21,6 +21,7 @@ import csv
 import functools
 import io
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable
 
@@ -672,10 +673,12 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     fields than the header, an unterminated quote, a field over 131,072 characters, a NUL
     byte, no rows, more than :data:`MAX_LINES` lines or :data:`MAX_COLUMNS` columns) raises a
     ValueError naming ``text``, ``name`` and the line. A row that is well formed but cannot be
-    scored (an empty id, a value that is not a positive number in ASCII digits (``'٣'``,
-    ``'３'`` and ``2_900`` are refused), a batch or gpus that is not a whole number from 1 to
-    :data:`MAX_COUNT`, the id and hardware of an earlier row) is kept with its reason in
-    ``problem``; every row carries ``file`` and ``line``.
+    scored (an empty id or one holding a control character such as a newline, a value that
+    is not a positive number in ASCII digits (``'٣'``, ``'３'`` and ``2_900`` are refused), a
+    batch or gpus that is not a whole number from 1 to :data:`MAX_COUNT`, the id and hardware
+    of an earlier row) is kept with its reason in ``problem``; every row carries ``file`` and
+    ``line``. Column names and hardware names are matched ignoring letter case and surrounding
+    whitespace (``ID``, ``h100 sxm5``) where that is unambiguous.
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     text = _checks.text("text", text)
@@ -688,7 +691,8 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     header = _next_fields(reader, where)
     if header is None:
         raise ValueError(f"{where}, line 1: the file is empty; expected the header {expected}")
-    header_line, columns = header[0], [c.strip() for c in header[1]]
+    canonical = {c.lower(): c for c in measured._MEASUREMENT_COLUMNS}
+    header_line, columns = header[0], [canonical.get(c.strip().lower(), c.strip()) for c in header[1]]
     if len(columns) > MAX_COLUMNS:
         raise ValueError(f"{where}, line {header_line}: {len(columns)} columns, more than the "
                          f"{MAX_COLUMNS} a measurements file may have; expected {expected}")
@@ -696,7 +700,8 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     repeated = sorted({c for c in named if named.count(c) > 1})
     missing = set(measured._MEASUREMENT_COLUMNS) - set(columns)
     if missing or repeated:
-        what = f"missing columns {sorted(missing)}" if missing else f"repeated columns {repeated}"
+        what = (f"missing columns {sorted(missing)}" if missing
+                else f"repeated columns {repeated} (letter case aside)")
         raise ValueError(f"{where}, line {header_line}: {what}; expected {expected}")
     out, seen = [], {}
     shared: dict[str, str] = {}  # one copy of each repeated field (hardware, unit, detail, ...)
@@ -709,6 +714,7 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
         fields = [f.strip() if i == unique else shared.setdefault(f.strip(), f.strip())
                   for i, f in enumerate(fields)]
         row = _parsed_row(dict(zip(columns, fields)), name, line)
+        row["hardware"] = _names_by_lower_case().get(row["hardware"].lower(), row["hardware"])
         if [f.lower() for f in fields] == [c.lower() for c in columns]:
             row["problem"] = "repeats the header (two files joined?); not a measurement"
         first = seen.setdefault((row["id"], row["hardware"]), line)
@@ -719,6 +725,13 @@ def read_rows(text: str, name: str = "measurements") -> list[dict]:
     if not out:
         raise ValueError(f"{where}, line {header_line + 1}: no rows after the header")
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _names_by_lower_case() -> dict[str, str]:
+    """The hardware table's names by their lower-case spelling (those no other name shares)."""
+    lower = [n.lower() for n in hardware.names()]
+    return {low: n for low, n in zip(lower, hardware.names()) if lower.count(low) == 1}
 
 
 def _next_fields(reader, where: str) -> tuple[int, list[str]] | None:
@@ -742,10 +755,22 @@ def _parsed_row(row: dict, name: str, line: int) -> dict:
     value, value_problem = _reader_number(row["value"], "value", whole=False)
     batch, batch_problem = _reader_number(row["batch"], "batch", whole=True)
     gpus, gpus_problem = _reader_number(row["gpus"], "gpus", whole=True)
-    problem = "id is empty" if not row["id"] else (value_problem or batch_problem
-                                                   or gpus_problem)
+    problem = "id is empty" if not row["id"] else (_id_problem(row["id"]) or value_problem
+                                                   or batch_problem or gpus_problem)
     return dict(row, value=value, batch=batch, gpus=gpus, file=name, line=line,
                 problem=problem)
+
+
+#: Unicode categories an id may not hold: control and format characters, line and paragraph separators.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _id_problem(row_id: str) -> str | None:
+    bad = next((ch for ch in row_id if unicodedata.category(ch) in _UNPRINTABLE), None)
+    if bad is None:
+        return None
+    return (f"id holds the control character {bad!r} (U+{ord(bad):04X}); an id is one line "
+            "of printable text")
 
 
 def _reader_number(text: str, column: str, whole: bool) -> tuple[float | None, str | None]:

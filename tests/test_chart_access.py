@@ -30,7 +30,8 @@ def _extra_charts():
     for chapter in CHAPTERS + ("validation",):
         module = importlib.import_module(f"gpumodel.explorations.{chapter}")
         for name, func in vars(module).items():
-            if (not name.endswith("chart") or not inspect.isfunction(func) or func in exploration_charts
+            if (not name.endswith("chart") or not inspect.isfunction(func)
+                    or inspect.unwrap(func) in exploration_charts
                     or func.__module__ != module.__name__ or name == "chart" and chapter != "validation"):
                 continue
             key = f"{chapter}.{name}"

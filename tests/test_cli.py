@@ -418,14 +418,15 @@ def _assert_printable(text: str) -> None:
 
 @pytest.mark.parametrize("bad", ["\x1b[2J", "\r", "\x07", "\u202e", "\x85", "\u2028"])
 def test_control_characters_in_a_readers_ids_are_escaped_everywhere(tmp_path, bad):
-    """Table, worst rows and unscored list alike: one scored and one unscored id."""
+    """Such ids are never scored (issue 24): listed as unscored, escaped, beside a scored row."""
     ids = [f"mine.stream.{bad}x", f"mine.matmul.{bad}"]
-    path, result = _validate_file(tmp_path, HEADER + f'"{ids[0]}",copy,H100 SXM5,2900,GB/s,,1,m,x\n'
+    path, result = _validate_file(tmp_path, HEADER + STREAM + f'"{ids[0]}",copy,H100 SXM5,2900,GB/s,,1,m,x\n'
                                   + f'"{ids[1]}",x,H100 SXM5,1,TFLOPS,,1,m,x\n'
                                   + '"mine.stream.a\nb",copy,H100 SXM5,2900,GB/s,,1,m,x\n')
     assert result.returncode == 0, result.stderr
     _assert_printable(result.stdout)
-    assert "worst overall: " in result.stdout and "unscored: 1 rows" in result.stdout
+    assert "worst overall: " in result.stdout and "unscored: 3 rows" in result.stdout
+    assert result.stdout.count("control character") >= 2  # a trailing \r is stripped as whitespace
 
 
 def test_a_repeated_id_on_the_same_board_is_listed_not_scored_twice(tmp_path):
@@ -493,3 +494,24 @@ def test_names_on_the_command_line_are_read_as_the_library_reads_them(capsys, gi
     assert capsys.readouterr().out == first
     assert cli.main([given[0], given[1], "no-such-name"] + given[3:]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_an_id_with_a_newline_is_listed_unscored_on_one_line(tmp_path):
+    """A quoted id holding a newline: never scored, listed as unscored on one line that shows
+    the file, the line and the id escaped (repr)."""
+    row = '"mine.stream\n.copy",copy,H100 SXM5,2900,GB/s,,1,mine,x\n'
+    path, result = _validate_file(tmp_path, HEADER + STREAM + row)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    [listed] = [line for line in result.stdout.splitlines() if "control character" in line]
+    assert listed.startswith(f"{path}, line 3: 'mine.stream\\n.copy': ")
+    payload = _strict(run("validate", "--json", "--measurements", path).stdout)
+    assert [r["id"] for r in payload["rows"]] == ["mine.stream.copy"]
+    assert [u["id"] for u in payload["unscored"]] == ["mine.stream\n.copy"]
+
+
+def test_a_header_and_hardware_in_other_letter_case_are_scored(tmp_path):
+    loose = HEADER.upper() + STREAM.replace("H100 SXM5", " h100 sxm5 ")
+    _, result = _validate_file(tmp_path, loose, "--json")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    [row] = _strict(result.stdout)["rows"]
+    assert row["id"] == "mine.stream.copy" and row["hardware"] == "H100 SXM5"

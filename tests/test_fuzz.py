@@ -11,6 +11,12 @@ their defaults; every parameter, defaulted or not, is mutated). One argument at 
 replaced by each value of :func:`mutations`. A public function without an entry makes
 ``test_every_public_function_is_registered`` fail: add its baseline call there.
 
+The explorations package (``gpumodel.explorations.*``: compute, chart and table functions) is
+fuzzed by class with the same mutations: each public function's baseline is its defaults, its
+Exploration's defaults (a chart function gets a chart of its table), or an entry of
+:data:`EXPLORATION_REGISTRY`; ``test_every_explorations_function_has_a_baseline`` fails for one
+without.
+
 ``python tests/test_fuzz.py`` prints the counts (functions covered, inputs tried, failures).
 """
 from __future__ import annotations
@@ -29,6 +35,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+import altair as alt
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,8 +47,9 @@ import pkgutil
 import gpumodel
 from gpumodel import (audit, brain, cli, cost, explore, hardware, measured, memory, parallelism, precision,
                       sparsity, throughput, units, validate, workloads)
-from gpumodel import calibration, tensor_cores
-from gpumodel.explorations import all_explorations
+from gpumodel import calibration, explorations, tensor_cores
+from gpumodel.explorations import all_explorations, choosing_a_gpu, low_precision
+from gpumodel.explorations import parallelism as parallelism_explorations
 
 #: A call slower than this (seconds) breaks the contract (e.g. padding 10 values to 2**26).
 SLOW = 2.0
@@ -52,7 +60,7 @@ MODULES = {"memory": memory, "units": units, "hardware": hardware, "measured": m
            "brain": brain, "cost": cost, "throughput": throughput, "validate": validate,
            "calibration": calibration}
 #: Top-level modules that hold no models (display, command line, build helpers); any other new
-#: module must be added to MODULES.
+#: module must be added to MODULES. (The explorations package is fuzzed by class, further down.)
 NOT_MODELS = {"explore", "charts", "bench", "sphinxext", "cli", "explorations", "student", "grading"}
 #: Classes whose public methods are fuzzed, bound to one instance.
 METHOD_TARGETS = {"hardware.Accelerator": (hardware.Accelerator, lambda: hardware.get("H100 SXM5"))}
@@ -636,7 +644,9 @@ def check(call, names, nonfinite_ok=False, drop_columns=()) -> str | None:
     leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     if leaked:
         return f"leaked RuntimeWarning: {leaked[0].message}"
-    if drop_columns and result is not None:
+    if drop_columns and isinstance(result, dict):
+        result = {k: v for k, v in result.items() if k not in drop_columns}
+    elif drop_columns and hasattr(result, "columns"):
         result = result.drop(columns=[c for c in drop_columns if c in result.columns])
     bad = None if nonfinite_ok else nonfinite(result)
     return f"non-finite value at {bad}" if bad else None
@@ -686,6 +696,188 @@ def fuzz_exploration(exploration, tally: Tally) -> None:
         for label, mutated in mutations(defaults, name):
             tally.run(f"{key}({name}=...)", label, lambda m=mutated: exploration.table(**m), names,
                       drop_columns=drop)
+
+
+# --- the explorations package, fuzzed by class ------------------------------------------------
+
+#: Baselines for explorations functions whose required parameters neither a default nor an
+#: Exploration (the compute function's defaults, the chart function's table) gives.
+EXPLORATION_REGISTRY: dict[str, dict] = {
+    "explorations.brain.crossing_year": dict(start=0.58e15, target=1e18, doubling_years=1.8),
+    "explorations.brain.estimates_chart": dict(landauer=1e22),
+    "explorations.choosing_a_gpu.decode_cap": dict(accelerator="RTX 4090"),
+    "explorations.choosing_a_gpu.graph_node_share": dict(row_id="decode.llama3_8b_q4.rtx4090"),
+    "explorations.choosing_a_gpu.job_memory_gib": dict(
+        kind="train", settings={"layers": 12, "d_model": 768, "d_ff": 3072, "heads": 12, "seq": 128,
+                                "batch": 32}),
+    "explorations.choosing_a_gpu.kernel_frame": dict(workload="transformer-train", accelerator="H100 SXM5",
+                                                     batch=32),
+    "explorations.choosing_a_gpu.memory_kind": dict(name="RTX 4090"),
+    "explorations.choosing_a_gpu.overrating": dict(workload="cnn-train"),
+    "explorations.choosing_a_gpu.prefill_ridge_tokens": dict(accelerator="H100 SXM5", k=4096, n=1024),
+    "explorations.choosing_a_gpu.rank_frame": dict(workload="transformer-train", top=10),
+    "explorations.choosing_a_gpu.regime_shares": dict(workload="llm-decode", accelerator="H100 SXM5", batch=1),
+    "explorations.choosing_a_gpu.show_value": dict(frame=lambda: choosing_a_gpu.value_frame()),
+    "explorations.choosing_a_gpu.validation_frame": dict(workload="cnn-train"),
+    "explorations.low_precision.bert_compute_us": dict(dtype="fp8"),
+    "explorations.low_precision.best_scale": dict(fmt="fp8_e5m2"),
+    "explorations.low_precision.dynamic_scaling_chart": dict(frame=lambda: low_precision.dynamic_scaling_frame()),
+    "explorations.low_precision.matmul_errors": dict(outlier_scale=20.0),
+    "explorations.low_precision.outlier_columns": dict(outlier_scale=20.0),
+    "explorations.low_precision.scale_sweep": dict(fmt="fp16"),
+    "explorations.low_precision.skip_causes": dict(frame=lambda: low_precision.dynamic_scaling_frame()),
+    "explorations.memory_hierarchy.explained_share": dict(bound=10.0, measured_value=4.0, predicted=6.0),
+    "explorations.memory_hierarchy.ridge_all_table": dict(intensity=100.0),
+    "explorations.parallelism.bucket_times": dict(params_b=7.0, gpus=64, latency_us=5.0, grad_bytes=2),
+    "explorations.parallelism.buckets": dict(nbytes=14e9),
+    "explorations.parallelism.dp_scaling": dict(params_b=7.0, tokens_per_gpu=1024, mfu_pct=40, latency_us=5),
+    "explorations.parallelism.collective_chart": dict(frame=lambda: parallelism_explorations.collective_frame()),
+    "explorations.parallelism.llama3_case": dict(row=lambda: parallelism_explorations.LLAMA3_TABLE4[1]),
+    "explorations.parallelism.small_batch_intensity": dict(batch=8),
+    "explorations.sparsity.a100_gemm_model": dict(m=3072, k=10240, n=3072),
+    "explorations.sparsity.bert_ffn_intensity": dict(batch=4, sparse=True),
+    "explorations.sparsity.bert_linear_share": dict(batch=16),
+    "explorations.sparsity.gemm_intensities": dict(accelerator="H100 SXM5", hidden=1024, tokens=8192),
+    "explorations.sparsity.hopper_fp8_gemm": dict(tokens=256),
+    "explorations.sparsity.hopper_fp8_share_needed": dict(step_speedup=1.1, gemm_speedup=2.0),
+    "explorations.sparsity.mean_accuracy": dict(label="static 50%"),
+    "explorations.sparsity.overhead_bound_tokens": dict(accelerator="H100 SXM5"),
+    "explorations.sparsity.sparse_overhead_exit_tokens": dict(accelerator="H100 SXM5"),
+    "explorations.tensor_cores.l2_bandwidth_scaled": dict(measurement="l2.h100_pcie.read",
+                                                          measured_on="H100 PCIe", target="H100 SXM5"),
+    "explorations.validation.chart": dict(chapter="sparsity"),
+    "explorations.validation.error_of": dict(chapter="parallelism", id="nccl.a100x8.all_reduce.65536"),
+    "explorations.validation.error_range": dict(chapter="tensor_cores", prefix="gemm.t4."),
+    "explorations.validation.left_out_error": dict(chapter="parallelism", id="nccl.a100x8.all_reduce.65536"),
+    "explorations.validation.median": dict(chapter="memory_hierarchy", prefix="dle."),
+    "explorations.validation.memory_range": dict(chapter="choosing_a_gpu", prefix="decode.", kind="HBM"),
+    "explorations.validation.points": dict(chapter="sparsity"),
+    "explorations.validation.worst_frame": dict(chapter="tensor_cores"),
+}
+#: Columns of the explorations' display tables that are blank (NaN) by design, left out of the
+#: finiteness check, with why.
+EXPLORATION_BLANK_COLUMNS = {
+    "explorations.brain.estimates_frame": (("low", "central", "high"),
+                                           "an estimate published without a low or central value"),
+    "explorations.memory_hierarchy.dram_latency_table": (("clock (MHz)", "ns"),
+                                                         "an architecture without a sourced clock"),
+    "explorations.memory_hierarchy.hierarchy_table": (("usable (GiB)",), "no published device query"),
+    "explorations.memory_hierarchy.latency_table": (("shared", "l1"), "a latency not measured on that architecture"),
+    "explorations.memory_hierarchy.ridge_all_table": (("ridge, FP16 accumulate",), "TPUs have no FP16 mode"),
+    "explorations.tensor_cores.latency_table": (("l1", "shared", "ffma", "mma_fp16"),
+                                                "a latency not measured on that architecture"),
+    "explorations.tensor_cores.sm_balance_table": (("DRAM bytes/cycle/SM", "Tensor FLOP/cycle/SM", "load cycles",
+                                                    "compute cycles"), "a GPU without a sourced boost clock"),
+}
+#: Explorations functions slower than ``QUICK`` seconds at their baseline get the short
+#: mutation list (:data:`SHORT_MUTATIONS`, values every parameter refuses), keeping the whole
+#: package's fuzz near a minute.
+QUICK = 0.05
+SHORT_MUTATIONS = {"negative", "nan", "inf", "true", "string", "none", "complex", "two_d",
+                   "empty_list", "dict"}
+#: Explorations functions whose baseline call is too slow for the fuzz (the notebooks run them),
+#: with why: only the short mutations, which must be refused before any work, are tried.
+EXPLORATION_SLOW = {
+    "explorations.sparsity.training_runs": "trains the chapter's networks (about 20 s a seed)",
+    "explorations.sparsity.mean_accuracy": "trains the chapter's networks for every seed",
+    "explorations.sparsity.accuracy_spread": "trains the chapter's networks for every seed",
+    "explorations.sparsity.accuracy_chart": "trains the chapter's networks for every seed",
+    "explorations.sparsity.training_frame": "trains the chapter's networks for every seed",
+    "explorations.sparsity.density_chart": "trains the chapter's networks",
+    "explorations.sparsity.hopper_fp8_gemm_lowest": "sweeps 16,384 token counts (the mutations' valid limits more)",
+    "explorations.sparsity.overhead_bound_tokens": "sweeps 65,536 token counts",
+    "explorations.sparsity.sparse_overhead_exit_tokens": "sweeps 65,536 token counts",
+}
+
+
+def exploration_modules() -> dict:
+    """The explorations package and each of its chapter modules, by key prefix."""
+    found = {"explorations": explorations}
+    for info in pkgutil.iter_modules(explorations.__path__):
+        found[f"explorations.{info.name}"] = importlib.import_module(f"gpumodel.explorations.{info.name}")
+    return found
+
+
+def exploration_functions() -> dict[str, object]:
+    """Every public function of the explorations package (cached ones too), by key."""
+    found = {}
+    for prefix, module in exploration_modules().items():
+        for name, obj in vars(module).items():
+            if (not name.startswith("_") and callable(obj) and not isinstance(obj, type)
+                    and getattr(obj, "__module__", None) == module.__name__):
+                found[f"{prefix}.{name}"] = obj
+    return found
+
+
+def _layers(fn):
+    while fn is not None:
+        yield fn
+        fn = getattr(fn, "__wrapped__", None)
+
+
+def _owner(fn):
+    """("compute" or "chart", the Exploration) if ``fn`` is one's compute or chart function, else None."""
+    for module in exploration_modules().values():
+        for value in vars(module).values():
+            if isinstance(value, explore.Exploration):
+                for role in ("compute", "chart"):
+                    if any(layer is getattr(value, role) for layer in _layers(fn)):
+                        return role, value
+    return None
+
+
+_CHART_BASES: dict = {}
+
+
+def exploration_baseline(key: str) -> dict:
+    """The function's defaults, its Exploration's defaults (or a chart of its table), then
+    :data:`EXPLORATION_REGISTRY`; a KeyError if a required parameter is still missing."""
+    fn = exploration_functions()[key]
+    kwargs = {}
+    owner = _owner(fn)
+    if owner and owner[0] == "compute":
+        kwargs.update(owner[1].defaults())
+    elif owner:
+        name = owner[1].name
+        if name not in _CHART_BASES:
+            _CHART_BASES[name] = alt.Chart(owner[1].table())
+        kwargs["base"] = _CHART_BASES[name]
+    kwargs.update({name: value() if inspect.isfunction(value) else value
+                   for name, value in EXPLORATION_REGISTRY.get(key, {}).items()})
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in kwargs:
+            continue
+        if p.default is inspect.Parameter.empty:
+            raise KeyError(f"{key}: no baseline for required parameter {p.name!r}; add it to "
+                           "EXPLORATION_REGISTRY in tests/test_fuzz.py")
+        kwargs[p.name] = p.default
+    return {name: kwargs[name] for name in inspect.signature(fn).parameters if name in kwargs}
+
+
+def fuzz_exploration_function(key: str, tally: Tally) -> None:
+    tally.covered.add(key)
+    fn = exploration_functions()[key]
+    names = set(inspect.signature(fn).parameters)
+    owner = _owner(fn)
+    drop = tuple(EXPLORATION_NONFINITE_OK.get(owner[1].name, ())) if owner and owner[0] == "compute" else ()
+    drop += EXPLORATION_BLANK_COLUMNS.get(key, ((), ""))[0]
+    kwargs = exploration_baseline(key)
+    start = time.perf_counter()
+    if key not in EXPLORATION_SLOW:
+        tally.run(key, "baseline", lambda: fn(**kwargs), names, drop_columns=drop)
+        if tally.failures and tally.failures[-1].startswith(f"{key} [baseline]"):
+            return
+        try:
+            fn(**kwargs)
+        except ValueError as err:
+            tally.failures.append(f"{key} [baseline]: refused: {err}")
+            return
+    short = key in EXPLORATION_SLOW or time.perf_counter() - start > QUICK
+    for name in kwargs:
+        for label, mutated in mutations(kwargs, name):
+            if short and label not in SHORT_MUTATIONS:
+                continue
+            tally.run(f"{key}({name}=...)", label, lambda m=mutated: fn(**m), names, drop_columns=drop)
 
 
 # --- the CLI ----------------------------------------------------------------------------------
@@ -826,6 +1018,29 @@ def test_function_keeps_the_contract(key):
 def test_exploration_keeps_the_contract(exploration):
     tally = Tally()
     fuzz_exploration(exploration, tally)
+    assert not tally.failures, _report(tally)
+
+
+def test_every_explorations_function_has_a_baseline():
+    """A new public function in gpumodel.explorations is fuzzed like the models: it needs a
+    baseline (its defaults, its Exploration's, or an EXPLORATION_REGISTRY entry)."""
+    functions = exploration_functions()
+    missing = []
+    for key in sorted(functions):
+        try:
+            exploration_baseline(key)
+        except KeyError as err:
+            missing.append(str(err))
+    assert not missing, "\n".join(missing)
+    stale = sorted((set(EXPLORATION_REGISTRY) | set(EXPLORATION_SLOW) | set(EXPLORATION_BLANK_COLUMNS))
+                   - set(functions))
+    assert not stale, f"EXPLORATION_REGISTRY entries for functions that no longer exist: {stale}"
+
+
+@pytest.mark.parametrize("key", sorted(exploration_functions()))
+def test_explorations_function_keeps_the_contract(key):
+    tally = Tally()
+    fuzz_exploration_function(key, tally)
     assert not tally.failures, _report(tally)
 
 
@@ -1017,6 +1232,8 @@ def fuzz_everything() -> Tally:
             tally.failures.append(f"{key}: not registered")
     for exploration in all_explorations():
         fuzz_exploration(exploration, tally)
+    for key in sorted(exploration_functions()):
+        fuzz_exploration_function(key, tally)
     for command in sorted(cli_subcommands()):
         if command in CLI_REGISTRY:
             fuzz_cli(command, tally)

@@ -330,3 +330,39 @@ def test_discordant_pairs_are_the_pairs_that_hold_tau_below_one():
 def test_discordant_pairs_refuse_unknown_workloads(bad):
     with pytest.raises(ValueError, match="workload"):
         validate.discordant_pairs(bad)
+
+
+# --- a reader's file: names in any letter case, ids that are not one line ------------------------
+
+def test_column_and_hardware_names_are_matched_ignoring_case_and_surrounding_spaces(tmp_path):
+    text = EXAMPLE.read_text()
+    header, body = text.split("\n", 1)
+    loose = tmp_path / "loose.csv"
+    loose.write_text(" , ".join(c.upper() for c in header.split(",")) + "\n"
+                     + body.replace(",H100 SXM5,", ",  h100 sxm5 ,"))
+    expected = validate.rows(measurements=str(EXAMPLE))
+    got = validate.rows(measurements=str(loose))
+    assert [(r["id"], r["hardware"], r["predicted"]) for r in got] == [
+        (r["id"], r["hardware"], r["predicted"]) for r in expected]
+    unscored = [{u["id"] for u in validate.unscored(str(path))} for path in (loose, EXAMPLE)]
+    assert unscored[0] == unscored[1]
+
+
+def test_columns_differing_only_in_case_are_refused_as_repeated():
+    with pytest.raises(ValueError, match=r"repeated columns \['id'\]"):
+        validate.read_rows("id,ID,what,hardware,value,unit,batch,gpus,source,detail\n"
+                           "a,a,x,H100 SXM5,1,GB/s,,1,m,x\n")
+
+
+@pytest.mark.parametrize("control", ["\n", "\r", "\t", "\x1b", "\u2028", "\u202e"])
+def test_an_id_with_a_control_character_is_listed_unscored_never_scored(tmp_path, control):
+    row_id = f"mine.stream{control}.copy"
+    path = tmp_path / "mine.csv"
+    path.write_text("id,what,hardware,value,unit,batch,gpus,source,detail\n"
+                    "mine.stream.copy,copy,H100 SXM5,2900,GB/s,,1,mine,x\n"
+                    f'"{row_id}",copy,H100 SXM5,2900,GB/s,,1,mine,x\n', newline="")
+    assert [r["id"] for r in validate.rows(measurements=str(path))] == ["mine.stream.copy"]
+    [entry] = validate.unscored(str(path))
+    assert entry["file"] == str(path) and entry["line"] == 3 and entry["id"] == row_id
+    assert "control character" in entry["reason"] and repr(control) in entry["reason"]
+    assert entry["reason"].isprintable()

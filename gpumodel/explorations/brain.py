@@ -10,8 +10,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import brain, charts
-from ..explore import Choice, Exploration, Slider
+from .. import _checks, brain, charts
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 
 LABELS = {"firing_rate": "firing rate (Hz)", "purkinje_inputs": "synapses per Purkinje cell",
           "purkinje_cells": "Purkinje cells", "granule_cells": "granule cells",
@@ -71,6 +71,9 @@ def crossing_year(start, target, doubling_years, base_year=2015.0) -> float:
     2052), then ceil (2053): the chapter's projection years and the projection exploration's
     dotted line both show this value.
     """
+    start, target = _checks.scalar("start", start), _checks.scalar("target", target)
+    doubling_years = _checks.scalar("doubling_years", doubling_years)
+    base_year = _checks.scalar("base_year", base_year)
     return float(np.ceil(brain.year_reached(start, target, doubling_years, base_year, whole=False)))
 
 
@@ -190,6 +193,7 @@ def estimates_chart(landauer: float):
     likely than not enough", under 10% that more than 1e21 is needed) is a judgment with no
     floor: a dot at its central value and a hollow triangle at its high one, no bar.
     """
+    landauer = float(_checks.positive("landauer", _checks.scalar("landauer", landauer)))
     frame = estimates_frame()
     ceiling = frame["low"].isna() & frame["central"].notna() & (frame["high"] > frame["central"])
     frame["low"] = frame["low"].fillna(frame["central"])
@@ -316,3 +320,6 @@ PROJECTION = Exploration(
 
 
 EXPLORATIONS = [SYNAPSE_COUNT, ESTIMATE, PROJECTION]
+
+
+check_direct_calls(globals())

@@ -5,9 +5,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import (calibration, charts, cost, hardware, measured, memory, throughput, validate,
+from .. import (_checks, calibration, charts, cost, hardware, measured, memory, throughput, validate,
                workloads)
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import GB, GiB, dtype_bytes
 
 #: Cards drawn in the decoding exploration.
@@ -18,7 +18,13 @@ LLAMA3 = {"8B": {"layers": 32, "d_model": 4096, "d_ff": 14336, "heads": 32, "kv_
           "70B": {"layers": 80, "d_model": 8192, "d_ff": 28672, "heads": 64, "kv_heads": 8,
                   "vocab": 128256}}
 DECODE_BATCHES = 2 ** np.arange(0, 9)
+#: Largest batch the BERT-large L2 check takes (its token count must stay a float64 count).
+MAX_BATCH = 10**6
 WEIGHT_BITS = {"16-bit": 16.0, "8-bit": 8.0, "4-bit (+ scales)": 4.5}
+
+
+def _card_name(name: str, value) -> str:
+    return _checks.choice(name, value, hardware.names())
 
 
 def _gpus(include_tpus: bool = False) -> list:
@@ -33,6 +39,7 @@ def kernel_frame(workload: str, accelerator: str, batch=None, top: int = 8,
 
     ``formatted=False`` keeps the columns as numbers (share as a fraction).
     """
+    top, formatted = _checks.count("top", top), _checks.flag("formatted", formatted)
     table = throughput.kernels_for(workload, batch)
     engine = throughput.DEFAULT_ENGINE[workload]
     ms = throughput.kernel_times(table, [accelerator], engine=engine)[:, 0] * 1e3
@@ -66,6 +73,8 @@ def regime_shares(workload: str, accelerator: str, batch=None) -> dict:
 def l2_check_frame(batch: int = 32, cards=("V100 SXM2 16GB", "RTX 4090", "A100 SXM4 40GB",
                                              "H100 SXM5", "B200")) -> pd.DataFrame:
     """Intensity of BERT-large's weight GEMMs with the traffic L2 allows, against each card's ridge."""
+    batch = _checks.count("batch", batch, MAX_BATCH)
+    cards = _checks.items("cards", cards, _card_name)
     arch = throughput.BERT_LARGE_SQUAD
     tokens = batch * arch["seq"]
     rows = []
@@ -137,6 +146,8 @@ def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFra
     """The ranking as a table: relative throughput with its 80% range (10th to 90th percentile
     of the left-out error, :func:`gpumodel.throughput.band`), the batch each card holds,
     usable memory, price and value per $1,000."""
+    if top is not None:
+        top = _checks.count("top", top)
     rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
     frame = pd.DataFrame([{
         "accelerator": r["accelerator"], "batch": r["batch"] or "does not fit",
@@ -290,7 +301,7 @@ DECODE = Exploration(
 
 def memory_kind(name: str) -> str:
     """GDDR for the GeForce and workstation cards (RTX, L40S), HBM for the data-center GPUs."""
-    return "GDDR" if name.startswith(("RTX", "L40")) else "HBM"
+    return "GDDR" if _checks.text("name", name).startswith(("RTX", "L40")) else "HBM"
 
 
 def decode_shares() -> dict:
@@ -326,13 +337,17 @@ def constants_frame() -> pd.DataFrame:
     return frame.assign(value=frame["value"].map("{:.4g}".format))
 
 
+#: The calibration constant of each decoding engine's bytes in flight per SM.
+IN_FLIGHT_CONSTANTS = {"llama.cpp": "llamacpp_bytes_in_flight", "compiled": "compiled_bytes_in_flight"}
+
+
 def decode_cap(accelerator: str, engine: str = "llama.cpp") -> dict:
     """Little's law for a decoding kernel on one card: DRAM latency (ns), the rate its bytes in
     flight sustain (GB/s), the streaming rate (GB/s), and the rate it gets as a share of the
     datasheet bandwidth."""
     cal = calibration.default()
     acc = hardware.get(accelerator)
-    key = {"llama.cpp": "llamacpp_bytes_in_flight", "compiled": "compiled_bytes_in_flight"}[engine]
+    key = IN_FLIGHT_CONSTANTS[_checks.choice("engine", engine, IN_FLIGHT_CONSTANTS)]
     cap = acc.sm_count * cal.constants[key] / cal.latency(acc)
     rates = throughput.achieved_rates([acc], engine=engine)
     return {"latency_ns": cal.latency(acc) * 1e9, "cap_gbs": cap / GB,
@@ -348,7 +363,7 @@ def overrating(workload: str) -> dict:
 def graph_node_share(row_id: str) -> float:
     """Share of a llama.cpp decoding row's modelled token time that is the fixed time per
     kernel of its CUDA graph (the fitted ``llamacpp_node_seconds`` x the kernels per token)."""
-    rows = [r for r in measured.measurements(row_id) if r["id"] == row_id]
+    rows = [r for r in measured.measurements(_checks.text("row_id", row_id)) if r["id"] == row_id]
     if not rows or not row_id.startswith("decode."):
         raise ValueError(f"row_id must name one measured decode.* row (got {row_id!r})")
     table = throughput.decode_row_kernels(rows[0])
@@ -359,6 +374,7 @@ def graph_node_share(row_id: str) -> float:
 
 def reference_frame(references=("A100 SXM4 80GB", "RTX 4090")) -> pd.DataFrame:
     """Median absolute error of the model per workload, relative to each reference card."""
+    references = _checks.items("references", references, _card_name)
     rows = {f"relative to the {ref}": {w: f"{throughput.median_error(w, 'model', ref):.0%}"
                                       for w in throughput.WORKLOADS} for ref in references}
     return pd.DataFrame(rows).T
@@ -431,6 +447,21 @@ JOBS = (
 
 def job_memory_gib(kind: str, settings: dict) -> float:
     """Memory one job needs, GiB: training state plus activations, or weights plus one 8k KV cache."""
+    kind = _checks.choice("kind", kind, ("train", "serve"))
+    needed = ("layers", "d_model", "d_ff", "heads", "seq", "batch") if kind == "train" else ("model", "bits")
+    if not isinstance(settings, dict) or not set(needed) <= set(settings):
+        raise ValueError(f"settings must be a dict with {', '.join(needed)} for a {kind} job "
+                         f"(got {settings!r:.80})")
+    if kind == "serve":
+        _checks.choice("settings['model']", settings["model"], LLAMA3)
+    try:
+        return _job_memory_gib(kind, settings)
+    except ValueError as err:
+        raise ValueError(f"settings: {err}") from None
+
+
+@_checks.finite_result
+def _job_memory_gib(kind: str, settings: dict) -> float:
     if kind == "train":
         s = dict(settings)
         params = workloads.encoder_params(s["layers"], s["d_model"], s["d_ff"],
@@ -450,6 +481,7 @@ def jobs_frame(cards=("RTX 4070 Ti", "RTX 4090", "RTX 5090", "RTX 6000 Ada", "H1
     """Memory each job needs and which cards' usable memory holds it: "fits" within the largest
     share of usable memory a measured run's modelled need took (the margin those runs kept),
     "tight" only without that margin, "-" not at all."""
+    cards = _checks.items("cards", cards, _card_name)
     margin = throughput.fit_margin()
     rows = []
     for label, kind, settings in JOBS:
@@ -476,6 +508,9 @@ def value_frame(workload: str = "transformer-train", years: float = 5.0,
                 utilization: float = 0.15, usd_per_kwh: float = 0.175,
                 system_usd: float = 0.0, prices=None) -> pd.DataFrame:
     """GPUs with a price: relative throughput per $1,000 of card, and of card plus electricity."""
+    years, utilization = _checks.scalar("years", years), _checks.scalar("utilization", utilization)
+    usd_per_kwh = _checks.scalar("usd_per_kwh", usd_per_kwh)
+    system_usd = float(_checks.non_negative("system_usd", _checks.scalar("system_usd", system_usd)))
     rows = []
     for r in throughput.rank(workload, accelerators=_gpus(), prices=prices):
         if r["price_usd"] is None or not r["batch"]:
@@ -496,6 +531,8 @@ def value_frame(workload: str = "transformer-train", years: float = 5.0,
 def show_value(frame: pd.DataFrame) -> pd.DataFrame:
     """:func:`value_frame` with its numbers formatted for printing, the value's 10th-90th
     percentile range in one column."""
+    _checks.table("frame", frame, ("relative", "price ($)", "power (W)", "owned cost ($)",
+                                   "per $1,000 owned", "low", "high"))
     likely = [f"{a:.3f}-{b:.3f}" for a, b in zip(frame["low"], frame["high"])]
     return frame.drop(columns=["low", "high"]).assign(**{
         "relative": frame["relative"].map("{:.2f}".format),
@@ -579,15 +616,23 @@ CLOUD = Exploration(
 )
 
 
+def _positive_number(name: str, value) -> float:
+    return float(_checks.positive(name, _checks.scalar(name, value)))
+
+
 def breakeven_frame(hourly_rates=(1.0, 2.14, 4.0)) -> pd.DataFrame:
     """Break-even days of the guide's desktop against cloud prices, at the guide's utilization presets."""
+    hourly_rates = _checks.items("hourly_rates", hourly_rates, _positive_number)
     d = cost.POST_DESKTOP
     watts = d["gpu_w"] + d["cpu_w"]
     rows = []
     for label, u in cost.UTILIZATION.items():
         row = {"use": label, "utilization": f"{u:.1%}"}
         for rate in hourly_rates:
-            days = cost.breakeven_days(d["desktop_usd"], watts, d["usd_per_kwh"], rate, u)
+            try:
+                days = cost.breakeven_days(d["desktop_usd"], watts, d["usd_per_kwh"], rate, u)
+            except ValueError as err:
+                raise ValueError(f"hourly_rates: {err}") from None
             row[f"${rate:.2f}/h"] = f"{float(days):,.0f} days"
         rows.append(row)
     return pd.DataFrame(rows).set_index("use")
@@ -641,10 +686,15 @@ def fp8_linear_shares(accelerator: str = "H100 SXM5") -> dict:
             "time_share": float(seconds[fp8].sum() / seconds.sum())}
 
 
+@_checks.finite_result
 def prefill_ridge_tokens(accelerator: str, k: int, n: int, dtype: str = "bf16") -> float:
     """Prompt tokens from which a (tokens x k) @ (k x n) 16-bit GEMM, counting its activations
     too, reaches the card's ridge point: P >= R b k n / (2 k n - R b (k + n))."""
+    k, n = _checks.count("k", k), _checks.count("n", n)
     acc = hardware.get(accelerator)
     ridge = acc.ridge_point(dtype)
     b = dtype_bytes(dtype)
     return float(ridge * b * k * n / (2 * k * n - ridge * b * (k + n)))
+
+
+check_direct_calls(globals())

@@ -5,8 +5,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import hardware, memory, throughput
-from ..explore import Choice, Exploration, Slider
+from .. import _checks, hardware, memory, throughput
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import TFLOPS
 
 #: Accelerators of the opening chapter: one of each current kind, and the A100 before them.
@@ -68,11 +68,17 @@ SPLIT_CARDS = ("H100 SXM5", "RTX 4090")
 
 def regime_split(cards=SPLIT_CARDS, batches=None) -> pd.DataFrame:
     """Share of a step (%) in each regime, per workload and card, from :func:`throughput.time_by_regime`."""
+    cards = _checks.items("cards", cards, lambda name, card: _checks.choice(name, card, hardware.names()))
     batches = BATCHES if batches is None else batches
+    if not isinstance(batches, dict) or not batches:
+        raise ValueError(f"batches must be a non-empty dict of workload name -> batch (got {batches!r:.60})")
     rows = []
     for workload, batch in batches.items():
-        split = throughput.time_by_regime(throughput.kernels_for(workload, batch), list(cards),
-                                          engine=throughput.DEFAULT_ENGINE[workload])
+        try:
+            kernels = throughput.kernels_for(workload, batch)
+        except ValueError as err:
+            raise ValueError(f"batches: {err}") from None
+        split = throughput.time_by_regime(kernels, list(cards), engine=throughput.DEFAULT_ENGINE[workload])
         total = sum(split.values())
         for j, card in enumerate(cards):
             for regime in memory.REGIMES:
@@ -117,3 +123,6 @@ ACHIEVED = Exploration(
 )
 
 EXPLORATIONS = (ACHIEVED,)
+
+
+check_direct_calls(globals())

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _checks, charts, hardware, measured, memory, precision, throughput
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 
 #: The chapter's synthetic gradients: magnitudes 10**N(-6, 1.5) (most far below 1, spread over decades).
 GRAD_LOG10_MEAN, GRAD_LOG10_STD, GRAD_N = -6.0, 1.5, 20_000
@@ -18,6 +18,12 @@ TRAIN_FORMATS = ("fp16", "bf16", "fp8_e5m2", "fp8_e4m3")
 LINE_FORMATS = ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "int4", "nf4")
 #: The activation matrix of the outlier experiment: tokens x features @ features x outputs.
 ROWS, COLS, OUTS, N_OUTLIER_COLS = 128, 256, 64, 4
+#: Largest outlier scale: the outlier columns stay far inside FP16's range (LLM.int8() keeps them in 16-bit).
+MAX_OUTLIER_SCALE = 1000.0
+#: Most samples a 4-bit table draws per distribution (the chapter's have 65,536).
+MAX_SAMPLES = 2**20
+#: Largest |log2(loss scale)| a sweep takes (2**1000 is still a float64).
+MAX_LOG2_SCALE = 1000
 
 
 def format_frame(names=precision.FORMATS) -> pd.DataFrame:
@@ -154,6 +160,10 @@ LOSS_SCALING = Exploration(
 
 def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
     """Overflow and flush-to-zero fractions of the chapter's gradients against log2(loss scale)."""
+    fmt = _checks.choice("fmt", fmt, precision.FORMATS)
+    scales = _checks.in_range("log2_scales", log2_scales, -MAX_LOG2_SCALE, MAX_LOG2_SCALE)
+    if scales.ndim != 1 or not scales.size:
+        raise ValueError(f"log2_scales must be a non-empty 1-D sequence (got {log2_scales!r:.60})")
     over, under = precision.overflow_underflow_fractions(gradients(), fmt, 2.0 ** np.asarray(log2_scales, float))
     return pd.DataFrame({"log2_scale": log2_scales, "overflow": over, "flushed": under})
 
@@ -166,6 +176,8 @@ def best_scale(fmt, log2_scales=np.arange(0, 41)) -> tuple[int, float]:
     """
     sweep = scale_sweep(fmt, log2_scales)
     safe = sweep[sweep["overflow"] == 0].reset_index(drop=True)
+    if safe.empty:
+        raise ValueError(f"every scale of log2_scales overflows some gradient in {fmt}: add smaller ones")
     row = safe.iloc[int(np.argmin(safe["flushed"].to_numpy()))]
     return int(row["log2_scale"]), float(row["flushed"])
 
@@ -190,6 +202,7 @@ def step_peaks(steps=3000, seed=1) -> np.ndarray:
 def dynamic_scaling_frame(fmt="fp16", growth_interval=200, steps=3000) -> pd.DataFrame:
     """A closed-loop dynamic loss-scaling run on :func:`step_peaks`: scale, safe ceiling and skipped steps."""
     steps = _checks.count("steps", steps, MAX_RUN_STEPS)
+    fmt = _checks.choice("fmt", fmt, precision.FORMATS)
     peaks = step_peaks(steps)
     scales, flags = precision.dynamic_loss_scale_run(peaks, fmt, growth_interval=growth_interval)
     ceiling = precision.format_info(fmt)["max"] / peaks
@@ -205,6 +218,7 @@ def skip_causes(frame: pd.DataFrame) -> dict:
     the ceiling drifted, until they met. ``median_headroom`` is the median of log2(ceiling / scale)
     over the steps that did not overflow, in powers of two.
     """
+    _checks.table("frame", frame, ("ceiling", "scale", "skipped"))
     dropped = frame["ceiling"] < frame["ceiling"].shift(1).bfill() / 2
     skipped = frame["skipped"]
     clean = frame[~skipped]
@@ -214,6 +228,7 @@ def skip_causes(frame: pd.DataFrame) -> dict:
 
 def dynamic_scaling_chart(frame: pd.DataFrame):
     """The loss scale per step against the largest scale that does not overflow."""
+    _checks.table("frame", frame, ("step", "ceiling", "scale", "skipped"))
     scale = frame["scale"].to_numpy()
     changes = np.flatnonzero(np.diff(scale)) + 1  # the scale is piecewise constant: keep its corners only
     corners = np.union1d(np.union1d(changes, changes - 1), [0, len(frame) - 1])
@@ -265,13 +280,14 @@ def _activations(outlier_scale: float, n_outlier_cols: int) -> tuple:
 
 
 def _outliers(outlier_scale, n_outlier_cols) -> tuple:
-    """:func:`_activations` for a plain number; any other input goes to the model, which checks it."""
-    if (isinstance(outlier_scale, (int, float, np.integer, np.floating))
-            and not isinstance(outlier_scale, (bool, np.bool_))
-            and np.isfinite(outlier_scale)):
-        return _activations(float(outlier_scale), int(n_outlier_cols))
-    X = precision.outlier_activations(ROWS, COLS, int(n_outlier_cols), outlier_scale, seed=0)
-    return X, X @ weights()
+    """:func:`_activations` for checked arguments: a scale in (0, :data:`MAX_OUTLIER_SCALE`] and
+    a whole number of columns in [0, COLS]."""
+    outlier_scale = _checks.positive("outlier_scale", _checks.scalar("outlier_scale", outlier_scale))
+    outlier_scale = float(_checks.in_range("outlier_scale", outlier_scale, 0, MAX_OUTLIER_SCALE))
+    n_outlier_cols = _checks.scalar("n_outlier_cols", n_outlier_cols)
+    if not 0 <= n_outlier_cols <= COLS or n_outlier_cols != int(n_outlier_cols):
+        raise ValueError(f"n_outlier_cols must be a whole number in [0, {COLS}] (got {n_outlier_cols:g})")
+    return _activations(outlier_scale, int(n_outlier_cols))
 
 
 @lru_cache(maxsize=64)
@@ -285,9 +301,15 @@ def _threshold_free_errors(outlier_scale: float, n_outlier_cols: int) -> tuple:
     return tuple(100 * precision.matmul_relative_error(a, exact) for a in approx)
 
 
+@_checks.finite_result
 def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> dict:
     """Relative error of X @ W for each method, X with ``n_outlier_cols`` outlier features of std ``outlier_scale``."""
-    X, exact = _outliers(outlier_scale, n_outlier_cols)
+    _outliers(outlier_scale, n_outlier_cols)
+    return _matmul_errors(outlier_scale, threshold, n_outlier_cols)
+
+
+def _matmul_errors(outlier_scale, threshold, n_outlier_cols) -> dict:
+    X, exact = _activations(float(outlier_scale), int(n_outlier_cols))
     W = weights()
     mixed = 100 * precision.matmul_relative_error(precision.mixed_int8_matmul(X, W, threshold), exact)
     rest = _threshold_free_errors(float(outlier_scale), int(n_outlier_cols))
@@ -297,11 +319,12 @@ def matmul_errors(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -
 def outlier_columns(outlier_scale, threshold=6.0, n_outlier_cols=N_OUTLIER_COLS) -> int:
     """How many of the COLS feature columns LLM.int8() keeps in 16-bit (any |value| >= ``threshold``)."""
     X, _ = _outliers(outlier_scale, n_outlier_cols)
+    threshold = _checks.scalar("threshold", threshold)
     return int(np.any(np.abs(X) >= threshold, axis=0).sum())
 
 
 def outlier_errors(outlier_scale, threshold):
-    return matmul_errors(outlier_scale, threshold)
+    return _matmul_errors(outlier_scale, threshold, N_OUTLIER_COLS)
 
 
 def outlier_chart(base):
@@ -325,8 +348,14 @@ OUTLIERS = Exploration(
 )
 
 
+def _samples_and_blocks(n, block_sizes=(1,)) -> tuple:
+    n = _checks.count("n", n, MAX_SAMPLES)
+    return n, _checks.items("block_sizes", block_sizes, lambda name, size: _checks.count(name, size, n))
+
+
 def four_bit_frame(block_sizes=(16, 32, 64, 128, 256, 1024), n=2**16) -> pd.DataFrame:
     """MSE of blockwise int4, fp4 and nf4 on seeded Gaussian and Student-t (3 dof) data, per block size."""
+    n, block_sizes = _samples_and_blocks(n, block_sizes)
     rng = np.random.default_rng(0)
     data = {"Gaussian": rng.standard_normal(n), "heavy-tailed (t, 3 dof)": rng.standard_t(3, n)}
     rows = []
@@ -376,6 +405,7 @@ def bytes_frame(accelerator="H100 SXM5") -> pd.DataFrame:
 
 def four_bit_scales_frame(block_sizes=(16, 32, 64), n=2**16) -> pd.DataFrame:
     """FP4 / INT4 mean squared error per block size, with exact (FP32), power-of-two (E8M0) and E4M3 scales."""
+    n, block_sizes = _samples_and_blocks(n, block_sizes)
     rng = np.random.default_rng(0)
     data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
     rows = []
@@ -392,6 +422,7 @@ def four_bit_scales_frame(block_sizes=(16, 32, 64), n=2**16) -> pd.DataFrame:
 
 def four_bit_schemes_frame(n=2**16) -> pd.DataFrame:
     """MSE of FP4 under exact-scale blocks of 16 and 32, MX (32, E8M0) and NVFP4 (16, E4M3)."""
+    n, _ = _samples_and_blocks(n)
     rng = np.random.default_rng(0)
     data = {"Gaussian": rng.standard_normal((1, n)), "heavy-tailed (t, 3 dof)": rng.standard_t(3, (1, n))}
     cases = {"16, FP32 scale": (1, 16, "fp32"), "32, FP32 scale": (1, 32, "fp32"),
@@ -420,6 +451,8 @@ def gradient_rows() -> np.ndarray:
 def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks", "per column",
                                     "128x1 blocks")) -> pd.DataFrame:
     """What each scaling scheme loses when the gradient matrix is cast to E4M3 or E5M2."""
+    schemes = _checks.items("schemes", schemes,
+                            lambda name, scheme: _checks.choice(name, scheme, precision.SCALING_SCHEMES))
     g = gradient_rows()
     rows = []
     for scheme in schemes:
@@ -434,6 +467,10 @@ def gradient_scaling_frame(schemes=("per tensor", "per row", "1x128 blocks", "pe
 def decode_frame(accelerators=("H100 SXM5", "RTX 4090"), batch=1) -> pd.DataFrame:
     """Upper bound on decoding tokens/s of Llama 3 8B with 16-, 8- and 4-bit weights."""
     from .. import workloads
+
+    accelerators = _checks.items("accelerators", accelerators,
+                                 lambda name, card: _checks.choice(name, card, hardware.names()))
+    batch = _checks.count("batch", batch)
 
     params = workloads.transformer_params(**workloads.LLAMA3_8B, input_embedding=False)
     formats = {"bf16": ("bf16", None), "int8 (per channel)": ("int8", None),
@@ -454,6 +491,8 @@ def decode_frame(accelerators=("H100 SXM5", "RTX 4090"), batch=1) -> pd.DataFram
 
 def fp8_scenarios(fractions=(0.4, 0.5, 0.6, 0.7)) -> pd.DataFrame:
     """The overhead (share of the BF16 step) that reproduces each measured FP8 run, for assumed GEMM shares."""
+    fractions = _checks.items("fractions", fractions,
+                              lambda name, f: float(_checks.in_range(name, _checks.scalar(name, f), 0, 1)))
     meas = measured_fp8()
     rows = []
     for f in fractions:
@@ -565,7 +604,16 @@ RHT_SCHEMES = {"NVFP4": ("NVFP4 (16, E4M3)", 16), "MXFP4": ("MX (32, E8M0)", 32)
 
 
 def rounding_bias(value=0.2, draws=10_000, name="fp4_e2m1", seed=0) -> dict:
-    """``value`` rounded to nearest and, ``draws`` times, stochastically: both results and their bias (%)."""
+    """``value`` rounded to nearest and, ``draws`` times, stochastically: both results and their bias (%).
+
+    ``value`` must be nonzero and lie between the format's smallest and largest values.
+    """
+    name = _checks.choice("name", name, precision.SMALL_FORMATS)
+    draws, number = _checks.count("draws", draws, MAX_SAMPLES), _checks.scalar("value", value)
+    grid = precision.representable_values(name)
+    if not grid.min() <= number < grid.max() or number == 0:
+        raise ValueError(f"value must be nonzero and in [{grid.min():g}, {grid.max():g}) for {name} "
+                         f"(got {number:g})")
     nearest = float(precision.quantize(value, name))
     mean = float(precision.stochastic_round(np.full(draws, value), name, seed).mean())
     grid = precision.representable_values(name)
@@ -583,7 +631,8 @@ def hadamard_frame(outlier_scale=20.0, seed=0) -> pd.DataFrame:
     ordinary activations (columns whose largest |value| is below 5 standard deviations of X)
     flushed to zero (%).
     """
-    X, exact = _activations(float(outlier_scale), N_OUTLIER_COLS)
+    seed = _checks.seed(seed)
+    X, exact = _outliers(outlier_scale, N_OUTLIER_COLS)
     W = weights()
     ordinary = np.abs(X).max(axis=0) < 5 * np.abs(X).std()
     rows = []
@@ -604,7 +653,8 @@ def hadamard_frame(outlier_scale=20.0, seed=0) -> pd.DataFrame:
 
 def smoothing_frame(outlier_scale=20.0, alpha=0.5) -> pd.DataFrame:
     """Per-tensor INT8 errors (%) of X, W and X @ W before and after SmoothQuant's migration."""
-    X, exact = _activations(float(outlier_scale), N_OUTLIER_COLS)
+    X, exact = _outliers(outlier_scale, N_OUTLIER_COLS)
+    alpha = _checks.in_range("alpha", _checks.scalar("alpha", alpha), 0, 1)
     W = weights()
     s = precision.smooth_scales(np.abs(X).max(axis=0), np.abs(W).max(axis=1), alpha)
     rows = {}
@@ -621,12 +671,16 @@ def smoothing_frame(outlier_scale=20.0, alpha=0.5) -> pd.DataFrame:
 
 def kv_batch_fit(context=8192, accelerator="H100 SXM5", weight_bits=16.0) -> pd.DataFrame:
     """Llama 3 8B: key/value cache per sequence (GB) and the sequences that fit beside the weights."""
+    context = _checks.count("context", context)
     card = hardware.get(accelerator)
     usable = card.usable_memory_bytes or card.memory_bytes
-    weights_b = throughput.weight_bytes(weight_bits)
+    weights_b = throughput.weight_bytes(_checks.scalar("weight_bits", weight_bits))
     rows = {}
     for label, bits in (("bf16", 16.0), ("fp8", 8.0)):
         per = throughput.kv_cache_bytes(context, kv_bits=bits)
         rows[label] = {"KV bytes per token": per / context, "KV GB per sequence": per / 1e9,
                        "sequences that fit": int((usable - weights_b) // per)}
     return pd.DataFrame(rows).T
+
+
+check_direct_calls(globals())

@@ -5,8 +5,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, memory
-from ..explore import Choice, Exploration, Slider
+from .. import _checks, charts, hardware, memory
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import MiB, TFLOPS
 
 #: Accelerators the chapter compares, oldest first.
@@ -348,6 +348,7 @@ def ridge_all_table(intensity: float) -> pd.DataFrame:
     Two accumulate modes: FP32 (what training uses) and FP16, which GeForce cards run at twice
     their FP32-accumulate rate (elsewhere both run at the same rate; TPUs have no FP16 mode).
     """
+    intensity = _checks.scalar("intensity", intensity)
     out = []
     for acc in hardware.accelerators():
         dtype = "fp16" if acc.fp16_tflops else "bf16"
@@ -460,10 +461,14 @@ def speed_predictor_table() -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("predictor")
 
 
+@_checks.finite_result
 def deepbench_configurations(gpu: str = "V100 SXM2 16GB", m: int = 4096, n: int = 128,
                              k: int = 4096, l2_bandwidth: float | None = None) -> pd.DataFrame:
     """Predicted TFLOPS of one GEMM for several tilings (tile, split-K) with wave quantization."""
-    acc = hardware.get(gpu)
+    acc = hardware.get(_checks.choice("gpu", gpu, hardware.names()))
+    m, n, k = _checks.count("m", m), _checks.count("n", n), _checks.count("k", k)
+    if l2_bandwidth is not None:
+        l2_bandwidth = _checks.scalar("l2_bandwidth", l2_bandwidth)
     configs = ((128, 128, 1), (128, 128, 2), (128, 128, 4), (64, 128, 1), (64, 64, 1), (64, 64, 2))
     rows = []
     for tm, tn, split in configs:
@@ -506,7 +511,7 @@ def deepbench_table(gpu: str = "V100 SXM2 16GB") -> pd.DataFrame:
     """DeepBench cuBLAS FP16 GEMM throughput against the roofline bound for the same shape."""
     from .. import measured
 
-    acc = hardware.get(gpu)
+    acc = hardware.get(_checks.choice("gpu", gpu, hardware.names()))
     rows = []
     for r in measured.measurements("deepbench."):
         parts = r["id"].split(".")
@@ -522,6 +527,13 @@ def deepbench_table(gpu: str = "V100 SXM2 16GB") -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("intensity (FLOP/B)").set_index("M x N x K")
 
 
+@_checks.finite_result
 def explained_share(bound, measured_value, predicted) -> float:
     """Share (%) of the gap between a roofline bound and a measurement that a finer model's prediction closes."""
+    bound, predicted = _checks.scalar("bound", bound), _checks.scalar("predicted", predicted)
+    if _checks.scalar("measured_value", measured_value) == bound:
+        raise ValueError(f"measured_value must differ from bound (both {bound:g}): there is no gap to close")
     return 100 * (bound - predicted) / (bound - measured_value)
+
+
+check_direct_calls(globals())

@@ -5,8 +5,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, measured, memory, parallelism
-from ..explore import Choice, Exploration, Slider
+from .. import _checks, charts, hardware, measured, memory, parallelism
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import GB, GiB
 
 #: Message sizes of the bus-bandwidth exploration, bytes (1 KB to 16 GB).
@@ -156,18 +156,41 @@ ZERO_MEMORY = Exploration(
 # --- data-parallel scaling --------------------------------------------------------------------
 
 GPU_COUNTS = 2.0 ** np.arange(0, 13)
+#: Bounds of the data-parallel models' inputs called directly: parameters (billions), latency (µs).
+MAX_PARAMS_B, MAX_LATENCY_US, MAX_TOKENS_PER_GPU = 1e6, 1e6, 1e9
 #: The node of the scaling exploration: 8 H100 SXM5 on NVLink 4, one 400 Gb/s NDR port per GPU.
 NODE_GPUS = 8
 
 
 def buckets(nbytes):
     """How many of DDP's 25 MiB buckets a gradient of ``nbytes`` fills (the last one partly)."""
+    nbytes = _checks.non_negative("nbytes", nbytes)
     return np.ceil(nbytes / parallelism.DDP_BUCKET_BYTES)
 
 
+def _data_parallel_inputs(params_b, latency_us, grad_bytes) -> None:
+    _checks.positive("params_b", _checks.scalar("params_b", params_b))
+    _checks.in_range("latency_us", _checks.scalar("latency_us", latency_us), 0, MAX_LATENCY_US)
+    _checks.in_range("grad_bytes", _checks.scalar("grad_bytes", grad_bytes), 1, 8)
+    if params_b > MAX_PARAMS_B:
+        raise ValueError(f"params_b must be in (0, {MAX_PARAMS_B:g}] billion (got {params_b:g})")
+
+
+@_checks.finite_result
 def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
     """Data-parallel efficiency and speedup against GPU count on H100 nodes: a hierarchical
-    all-reduce of ``grad_bytes`` per parameter, sent in DDP's 25 MiB buckets, pipelined."""
+    all-reduce of ``grad_bytes`` per parameter, sent in DDP's 25 MiB buckets, pipelined.
+
+    Also beyond the exploration's sliders: ``latency_us`` = 0 is a latency-free network.
+    """
+    _data_parallel_inputs(params_b, latency_us, grad_bytes)
+    tokens = _checks.scalar("tokens_per_gpu", tokens_per_gpu)
+    _checks.in_range("tokens_per_gpu", tokens, 1, MAX_TOKENS_PER_GPU)
+    _checks.in_range("mfu_pct", _checks.scalar("mfu_pct", mfu_pct), 0.1, 100)
+    return _dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes)
+
+
+def _dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
     h100 = hardware.get("H100 SXM5")
     params = params_b * 1e9
     compute = 6.0 * params * tokens_per_gpu / (h100.peak_flops("bf16") * mfu_pct / 100)
@@ -183,6 +206,7 @@ def dp_scaling(params_b, tokens_per_gpu, mfu_pct, latency_us, grad_bytes=4):
             "comm_ms": comm * 1e3, "compute_ms": np.full(GPU_COUNTS.size, compute * 1e3)}
 
 
+@_checks.finite_result
 def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
     """One DDP bucket's two times in :func:`dp_scaling`'s pipelined hierarchical all-reduce, µs.
 
@@ -192,6 +216,8 @@ def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
     sets the pace of the pipeline over the buckets.
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
+    _data_parallel_inputs(params_b, latency_us, grad_bytes)
+    gpus = _checks.count("gpus", gpus, GPU_COUNTS.max())
     nbytes = grad_bytes * params_b * 1e9
     piece = nbytes / buckets(nbytes)
     g = min(gpus, NODE_GPUS)
@@ -220,7 +246,7 @@ def dp_scaling_chart(base):
 
 DP_SCALING = Exploration(
     name="dp_scaling",
-    compute=dp_scaling,
+    compute=_dp_scaling,
     params=(Slider("params_b", "parameters (billions)", 0.1, 10.1, 0.5, 1.1, grid_step=5),
             Slider("tokens_per_gpu", "tokens per GPU per step", 512, 16384, 512, 1024, grid_step=8192,
                    integer=True),
@@ -268,7 +294,11 @@ def collective_frame(prefix: str = "nccl.a100x8.all_reduce.", link_name: str = "
     The model's latency per ring step is the smallest message's measured time over its 2(n-1)
     steps (that message is all latency), not a fit to the curve.
     """
-    rows = sorted(measured.collectives(prefix), key=lambda r: r["size_bytes"])
+    link_name = _checks.choice("link_name", link_name, [link.name for link in parallelism.links()])
+    rows = sorted(measured.collectives(_checks.text("prefix", prefix)), key=lambda r: r["size_bytes"])
+    if not rows:
+        raise ValueError(f"prefix {prefix!r:.60} starts no measured collective's id "
+                         "(e.g. nccl.a100x8.all_reduce.)")
     size = np.array([r["size_bytes"] for r in rows])
     busbw = np.array([r["busbw_gbs"] for r in rows]) * GB
     n = int(rows[0]["gpus"])
@@ -284,6 +314,8 @@ def collective_frame(prefix: str = "nccl.a100x8.all_reduce.", link_name: str = "
 
 def collective_chart(frame: pd.DataFrame):
     """Measured bus bandwidth (points) and the two model curves against message size."""
+    _checks.table("frame", frame, ("bytes", "latency_us", "measured", "model, nominal link",
+                                   "model, 80% of link"))
     long = frame.melt(["bytes", "latency_us"], var_name="series", value_name="gbs")
     series = ["measured", "model, nominal link", "model, 80% of link"]
     x = _bytes_axis("all-reduce size (log scale)")
@@ -305,8 +337,10 @@ def collective_chart(frame: pd.DataFrame):
                     "model at 80% of it.")
 
 
+@_checks.finite_result
 def small_batch_intensity(batch, d=4096, accelerator="H100 SXM5", dtype="bf16") -> dict:
     """A (batch x d) @ (d x d) GEMM's intensity against the accelerator's ridge point."""
+    batch, d = _checks.count("batch", batch), _checks.count("d", d)
     acc = hardware.get(accelerator)
     return {"intensity": float(memory.arithmetic_intensity(batch, d, d, dtype)),
             "ridge": float(acc.ridge_point(dtype))}
@@ -366,6 +400,9 @@ def deepseek_v3_network_frame(nodes_per_token: int = 4, dispatch_bytes: float = 
     """
     model = DEEPSEEK_V3
     n, k = MOE_RANKS[model["name"]], model["top_k"]
+    nodes_per_token = _checks.count("nodes_per_token", nodes_per_token, n // NODE_GPUS)
+    for name, value in (("dispatch_bytes", dispatch_bytes), ("combine_bytes", combine_bytes)):
+        _checks.in_range(name, _checks.positive(name, _checks.scalar(name, value)), 0, 8)
     base = (_ridges()["H100, NDR port"]
             / float(parallelism.expert_parallel_intensity(model["d_ff"], n)))
     factors = (("as the model counts it (BF16, every expert over the network)", 1.0),
@@ -390,6 +427,7 @@ LLAMA3_TABLE4 = ({"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq": 819
                   "tflops": 400, "mfu": 0.41})
 
 
+@_checks.finite_result
 def llama3_case(row: dict, grad_bytes: float = 4.0, interleave: int = 2) -> dict:
     """One Llama 3 405B configuration through the chapter's models, per GPU, on H100s.
 
@@ -409,6 +447,13 @@ def llama3_case(row: dict, grad_bytes: float = 4.0, interleave: int = 2) -> dict
     1 + (p-1)/(p v) on the first stage's activations for ``interleave`` = v chunks per stage.
     Explained in :doc:`/book/parallelism` (section "One published run: Llama 3 405B").
     """
+    if not isinstance(row, dict):
+        raise ValueError(f"row must be a dict like a row of LLAMA3_TABLE4 (got {row!r:.60})")
+    for key in ("gpus", "tp", "pp", "dp", "seq", "batch_per_dp"):
+        _checks.count(f"row[{key!r}]", row.get(key))
+    _checks.scalar("row['mfu']", row.get("mfu"))
+    grad_bytes = _checks.in_range("grad_bytes", _checks.scalar("grad_bytes", grad_bytes), 1, 8)
+    interleave = _checks.count("interleave", interleave)
     model = LLAMA3_405B
     h100 = hardware.get("H100 SXM5")
     peak = h100.peak_flops("bf16")
@@ -457,3 +502,6 @@ def llama3_frame() -> pd.DataFrame:
 
 
 EXPLORATIONS = [BUS_BANDWIDTH, TP_VS_DP, ZERO_MEMORY, DP_SCALING]
+
+
+check_direct_calls(globals())

@@ -8,8 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import charts, hardware, measured, sparsity, workloads
-from ..explore import Choice, Exploration, Slider
+from .. import _checks, charts, hardware, measured, sparsity, workloads
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import TFLOPS
 
 #: Launch overhead per kernel in the speed-up exploration (chapter 1's default), seconds.
@@ -36,6 +36,7 @@ def pattern_frame() -> pd.DataFrame:
 
 def peak_frame(dtype: str = "fp16") -> pd.DataFrame:
     """Dense and 2:4-sparse Tensor Core peaks of every accelerator with a ``dtype`` figure (bf16 for TPUs)."""
+    dtype = _checks.choice("dtype", dtype, hardware.TENSOR_COLUMNS)
     rows = []
     for acc in hardware.accelerators():
         kind = dtype if getattr(acc, hardware.TENSOR_COLUMNS[dtype]) is not None else "bf16"
@@ -213,9 +214,13 @@ EPOCHS = 12
 SEEDS = (0, 1, 2)
 
 
-@lru_cache(maxsize=None)
 def training_runs(seed: int = 0) -> dict:
-    """Every run of :data:`RUNS` with one seed, by label (about 3 s on two cores)."""
+    """Every run of :data:`RUNS` with one seed, by label (about 3 s on two cores; cached)."""
+    return _training_runs(_checks.seed(seed))
+
+
+@lru_cache(maxsize=None)
+def _training_runs(seed: int) -> dict:
     return {label: sparsity.train(method, density, EPOCHS, finetune_2_4=extra, seed=seed)
             for label, method, density, extra in RUNS}
 
@@ -244,6 +249,7 @@ def accuracy_spread() -> float:
 
 def mean_accuracy(label: str) -> float:
     """Final test accuracy of run ``label`` averaged over :data:`SEEDS`."""
+    label = _checks.choice("label", label, [run[0] for run in RUNS])
     return float(np.mean([training_runs(seed)[label]["accuracy"][-1] for seed in SEEDS]))
 
 
@@ -293,8 +299,11 @@ def _ratio(dense_id: str, sparse_id: str, higher_is_faster: bool = False) -> flo
     return sparse / dense if higher_is_faster else dense / sparse
 
 
+@_checks.finite_result
 def a100_gemm_model(m, k, n, kernel_efficiency=1.0) -> float:
     """The model's speed-up of one FP16 GEMM with a 2:4 weight on the A100 80GB."""
+    m, k, n = _checks.count("m", m), _checks.count("k", k), _checks.count("n", n)
+    kernel_efficiency = _checks.scalar("kernel_efficiency", kernel_efficiency)
     a100 = hardware.get("A100 SXM4 80GB")
     return float(sparsity.sparse_gemm_speedup(m, k, n, a100.peak_flops("fp16"), a100.bandwidth,
                                               "fp16", kernel_efficiency, OVERHEAD_SECONDS))
@@ -316,12 +325,14 @@ def vit_mlp_model() -> float:
     return float(sparsity.training_gemm_speedup(a100_gemm_model(4096, 1024, MICRO_TOKENS), 2))
 
 
+@_checks.finite_result
 def vit_step_share(batch: int = 8) -> float:
     """Share of the SAM ViT-L step spent in MLP linears, from the microbenchmark's times.
 
     The linears are compute-bound, so their time scales with tokens: the microbenchmark's
     dense fc1 + fc2 time x (batch x 4096 / 13008) x 24 layers, over the measured dense step.
     """
+    batch = _checks.count("batch", batch)
     dense = sum(measured.measurement(f"sparse.vitl_{x}.a100_80.dense") for x in ("fc1", "fc2"))
     tokens = batch * SAM_VIT_L["tokens_per_image"]
     mlp = dense * tokens / MICRO_TOKENS * SAM_VIT_L["layers"]
@@ -465,7 +476,7 @@ def llm_pruning_frame() -> pd.DataFrame:
 
 def sparse_llama_recovery(benchmark: str = "Open LLM Leaderboard v1") -> float:
     """Sparse-Llama-3.1-8B-2of4's score as a percentage of dense Llama-3.1-8B's on ``benchmark``."""
-    dense, sparse = SPARSE_LLAMA31_8B[benchmark]
+    dense, sparse = SPARSE_LLAMA31_8B[_checks.choice("benchmark", benchmark, SPARSE_LLAMA31_8B)]
     return float(sparsity.accuracy_recovery(dense, sparse))
 
 
@@ -481,11 +492,13 @@ def hopper_fp8_speedups() -> dict:
             "throughput": 1.0 + HOPPER_FP8_SPARSE["throughput_gain"]}
 
 
+@_checks.finite_result
 def hopper_fp8_gemm(tokens: int) -> dict:
     """A d_model x d_model FP8 weight of Llama 3.1 8B times ``tokens`` on the H100 SXM5.
 
     Its dense intensity (FLOP per byte) and the chapter's model speed-up, no launch overhead.
     """
+    tokens = _checks.count("tokens", tokens)
     d, h100 = workloads.LLAMA3_8B["d_model"], hardware.get("H100 SXM5")
     flops = 2.0 * d * d * tokens
     return {"intensity": float(flops / sparsity.gemm_bytes(d, d, tokens, dtype="fp8")),
@@ -493,9 +506,13 @@ def hopper_fp8_gemm(tokens: int) -> dict:
                 d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth, dtype="fp8"))}
 
 
+#: Most tokens the token sweeps (:func:`hopper_fp8_gemm_lowest`, :func:`overhead_bound_tokens`) take.
+MAX_TOKENS = 1 << 20
+
+
 def hopper_fp8_gemm_lowest(limit: int = 1 << 14) -> tuple:
     """The token count (1 to ``limit``) where :func:`hopper_fp8_gemm`'s speed-up is lowest, and it."""
-    tokens = np.arange(1, limit + 1)
+    tokens = np.arange(1, _checks.count("limit", limit, MAX_TOKENS) + 1)
     d, h100 = workloads.LLAMA3_8B["d_model"], hardware.get("H100 SXM5")
     speedup = sparsity.sparse_gemm_speedup(d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth,
                                            dtype="fp8")
@@ -505,7 +522,12 @@ def hopper_fp8_gemm_lowest(limit: int = 1 << 14) -> tuple:
 
 def hopper_fp8_share_needed(step_speedup: float, gemm_speedup: float) -> float:
     """Share of a step its sparse GEMMs must take for Amdahl's law to give ``step_speedup``."""
-    return float(workloads.part_fraction_needed(step_speedup, gemm_speedup))
+    step_speedup = _checks.scalar("step_speedup", step_speedup)
+    gemm_speedup = _checks.positive("gemm_speedup", _checks.scalar("gemm_speedup", gemm_speedup))
+    try:
+        return float(workloads.part_fraction_needed(step_speedup, gemm_speedup))
+    except ValueError as err:
+        raise ValueError(f"step_speedup and gemm_speedup: {err}") from None
 
 
 def violation_probability(pattern: str = "2:4") -> float:
@@ -548,7 +570,8 @@ def overhead_bound_tokens(accelerator: str, hidden: int = 1024, limit: int = 1 <
     With :data:`OVERHEAD_SECONDS` per kernel, as in the speed-up exploration; 0 if none is.
     """
     acc = hardware.get(accelerator)
-    tokens = np.arange(1, limit + 1)
+    hidden = _checks.count("hidden", hidden)
+    tokens = np.arange(1, _checks.count("limit", limit, MAX_TOKENS) + 1)
     speedup = sparsity.sparse_gemm_speedup(hidden, hidden, tokens, acc.peak_flops("fp16"),
                                            acc.bandwidth, "fp16", 1.0, OVERHEAD_SECONDS)
     flat = tokens[speedup <= 1.0]
@@ -563,6 +586,8 @@ def hopper_fp8_decode_bound() -> float:
 #: BERT-base (Devlin et al. 2019): 12 layers, width 768, feed-forward 3072; the tutorial pads
 #: every SQuAD sequence to 384 tokens.
 BERT_BASE = {"layers": 12, "d_model": 768, "d_ff": 3072, "seq_len": 384}
+#: The batches of the measured BERT-base runs.
+BERT_BATCHES = (4, 16, 64, 256)
 
 
 def bert_linear_share(batch: int, mode: str = "eager") -> float:
@@ -571,6 +596,11 @@ def bert_linear_share(batch: int, mode: str = "eager") -> float:
     Per token and layer the linears (Q, K, V, output, two feed-forward) hold 4 d^2 + 2 d d_ff
     weights, 2 FLOP each. A lower bound on their real share: they cannot run faster than peak.
     """
+    mode = _checks.choice("mode", mode, ("eager", "compiled"))
+    if _checks.count("batch", batch) not in BERT_BATCHES:
+        raise ValueError(f"batch must be one of the measured batches {', '.join(map(str, BERT_BATCHES))} "
+                         f"(got {batch!r:.60})")
+    batch = int(batch)
     b = BERT_BASE
     tokens = batch * b["seq_len"]
     flops = 2.0 * tokens * b["layers"] * (4 * b["d_model"] ** 2 + 2 * b["d_model"] * b["d_ff"])
@@ -578,8 +608,10 @@ def bert_linear_share(batch: int, mode: str = "eager") -> float:
     return float(seconds / (1e-3 * measured.measurement(f"sparse.bert_base.a100_80.{mode}.bs{batch}.dense")))
 
 
+@_checks.finite_result
 def bert_ffn_intensity(batch: int, sparse: bool = False) -> float:
     """FLOP per byte of BERT-base's first feed-forward GEMM (d_ff x d_model weight) at ``batch``."""
+    batch, sparse = _checks.count("batch", batch), _checks.flag("sparse", sparse)
     b = BERT_BASE
     tokens = batch * b["seq_len"]
     flops = 2.0 * b["d_ff"] * b["d_model"] * tokens
@@ -589,7 +621,7 @@ def bert_ffn_intensity(batch: int, sparse: bool = False) -> float:
 def bert_frame() -> pd.DataFrame:
     """BERT-base inference speed-ups with 2:4 encoder linears, by batch, eager and compiled."""
     rows = []
-    for batch in (4, 16, 64, 256):
+    for batch in BERT_BATCHES:
         row = {"batch": batch}
         for mode in ("eager", "compiled"):
             ids = [f"sparse.bert_base.a100_80.{mode}.bs{batch}.{k}" for k in ("dense", "sparse")]
@@ -624,6 +656,7 @@ def sparse_overhead_exit_tokens(accelerator: str, hidden: int = 1024, limit: int
     """Fewest tokens at which the 2:4-sparse hidden x hidden FP16 GEMM takes longer than
     :data:`OVERHEAD_SECONDS` by its own compute or memory time (where its curve stops rising)."""
     acc = hardware.get(accelerator)
+    hidden, limit = _checks.count("hidden", hidden), _checks.count("limit", limit, MAX_TOKENS)
     tokens = np.arange(1, limit + 1)
     terms = sparsity.sparse_gemm_terms(hidden, hidden, tokens, acc.peak_flops("fp16"),
                                        acc.bandwidth, "fp16", True)
@@ -631,12 +664,17 @@ def sparse_overhead_exit_tokens(accelerator: str, hidden: int = 1024, limit: int
     return int(tokens[busy].min()) if busy.any() else limit
 
 
+@_checks.finite_result
 def gemm_intensities(accelerator: str, hidden: int, tokens: int) -> dict:
     """FLOP per byte of the dense and the 2:4-sparse hidden x hidden FP16 GEMM at ``tokens``,
     and the dense and sparse ridge points of the card."""
     acc = hardware.get(accelerator)
+    hidden, tokens = _checks.count("hidden", hidden), _checks.count("tokens", tokens)
     flops = 2.0 * hidden * hidden * tokens
     peak, bw = acc.peak_flops("fp16"), acc.bandwidth
     return {"dense": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16")),
             "sparse": float(flops / sparsity.gemm_bytes(hidden, hidden, tokens, "fp16", True)),
             "ridge": float(peak / bw), "sparse_ridge": float(sparsity.sparse_ridge_point(peak, bw))}
+
+
+check_direct_calls(globals())

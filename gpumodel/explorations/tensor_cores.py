@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import _checks, charts, hardware, measured, memory
 from .. import tensor_cores as tc
-from ..explore import Choice, Exploration, Slider
+from ..explore import Choice, Exploration, Slider, check_direct_calls
 
 #: Latency sets offered by the cycle-budget exploration: the post's table first, then measured
 #: architectures that have a shared-memory or L1 latency (Turing has neither, so it is left out).
@@ -240,6 +240,8 @@ def latency_table() -> pd.DataFrame:
 
 def preset_cycles_table(memory_levels=tc.MEMORY_LEVELS) -> pd.DataFrame:
     """The post's 32x32 example (8 SMs, 8 warps, 8 Tensor Cores per SM) under each latency set and memory level."""
+    memory_levels = _checks.items("memory_levels", memory_levels,
+                                  lambda name, level: _checks.choice(name, level, tc.MEMORY_LEVELS))
     out = []
     example = {k: tc.POST_EXAMPLE[k] for k in ("size", "sms", "warps_per_sm", "tensor_cores_per_sm")}
     for arch in LATENCY_SETS:
@@ -302,6 +304,8 @@ def warps_table() -> pd.DataFrame:
 
 
 #: GPUs of the per-SM balance table, oldest first.
+#: Largest tile side :func:`sm_balance_table` takes.
+MAX_TILE = 2**14
 BALANCE_GPUS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "H100 SXM5", "B200")
 
 
@@ -320,6 +324,9 @@ def sm_balance_table(tile_m=128, tile_n=128, tile_k=64, gpus=BALANCE_GPUS) -> pd
     """
     from .. import memory
 
+    gpus = _checks.items("gpus", gpus, lambda name, gpu: _checks.choice(name, gpu, hardware.names()))
+    tile_m, tile_n, tile_k = (_checks.count(name, size, MAX_TILE) for name, size in
+                              (("tile_m", tile_m), ("tile_n", tile_n), ("tile_k", tile_k)))
     rows = []
     for name in gpus:
         acc = hardware.get(name)
@@ -374,6 +381,14 @@ def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> floa
     Assumes L2 bandwidth grows with the number of SMs times the clock: a scaling rule, not a
     measurement, used to compare an H100 PCIe figure with the H100 SXM5.
     """
-    source, dest = hardware.get(measured_on), hardware.get(target)
+    source = hardware.get(_checks.choice("measured_on", measured_on, hardware.names()))
+    dest = hardware.get(_checks.choice("target", target, hardware.names()))
+    try:
+        value = measured.measurement(_checks.text("measurement", measurement))
+    except ValueError as err:
+        raise ValueError(f"measurement: {err}") from None
     ratio = (dest.sm_count * dest.peak_clock_mhz) / (source.sm_count * source.peak_clock_mhz)
-    return measured.measurement(measurement) / 1000 * ratio
+    return value / 1000 * ratio
+
+
+check_direct_calls(globals())

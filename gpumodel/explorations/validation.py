@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .. import charts, validate
+from .. import _checks, charts, validate
 
 
 def points(chapter: str) -> pd.DataFrame:
@@ -46,7 +46,7 @@ def chart(chapter: str):
 
 def worst_frame(chapter: str, top: int = 5) -> pd.DataFrame:
     """The chapter's largest misses: measured, predicted and error, in each row's unit."""
-    frame = points(chapter).head(top)
+    frame = points(chapter).head(_checks.count("top", top))
     return pd.DataFrame({"id": frame["id"], "hardware": frame["hardware"],
                          "measured": frame["measured"].map("{:,.4g}".format),
                          "predicted": frame["predicted"].map("{:,.4g}".format),
@@ -79,25 +79,28 @@ def score_frame() -> pd.DataFrame:
 
 def error_range(chapter: str, prefix: str, model: str = "book") -> tuple[float, float]:
     """Smallest and largest error (predicted / measured - 1) of the chapter's rows whose id starts with ``prefix``."""
+    prefix = _checks.text("prefix", prefix)
     errors = [r["rel_error"] for r in validate.rows(model, chapter) if r["id"].startswith(prefix)]
     if not errors:
-        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+        raise ValueError(f"no scored row of {chapter} starts with prefix {prefix!r}")
     return min(errors), max(errors)
 
 
 def error_of(chapter: str, id: str, model: str = "book") -> float:
     """The error (predicted / measured - 1) of one scored row."""
+    _checks.text("id", id)
     for r in validate.rows(model, chapter):
         if r["id"] == id:
             return r["rel_error"]
-    raise ValueError(f"{id!r} is not a scored row of {chapter}")
+    raise ValueError(f"id {id!r:.80} is not a scored row of {chapter}")
 
 
 def median(chapter: str, prefix: str, model: str = "book") -> float:
     """Median |error| of the chapter's rows whose id starts with ``prefix``."""
+    prefix = _checks.text("prefix", prefix)
     errors = [abs(r["rel_error"]) for r in validate.rows(model, chapter) if r["id"].startswith(prefix)]
     if not errors:
-        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+        raise ValueError(f"no scored row of {chapter} starts with prefix {prefix!r}")
     return float(pd.Series(errors).median())
 
 
@@ -106,31 +109,35 @@ def memory_range(chapter: str, prefix: str, kind: str, skip=()) -> tuple[float, 
     leaving out the cards named in ``skip``."""
     from .choosing_a_gpu import memory_kind
 
+    prefix, kind = _checks.text("prefix", prefix), _checks.choice("kind", kind, ("HBM", "GDDR"))
+    skip = () if isinstance(skip, (list, tuple)) and not skip else _checks.items("skip", skip, _checks.text)
     errors = [r["rel_error"] for r in validate.rows("book", chapter)
               if r["id"].startswith(prefix) and memory_kind(r["hardware"]) == kind
               and r["hardware"] not in skip]
     if not errors:
-        raise ValueError(f"no scored {kind} row of {chapter} starts with {prefix!r}")
+        raise ValueError(f"no scored {kind} row of {chapter} starts with prefix {prefix!r}")
     return min(errors), max(errors)
 
 
 def left_out_median(chapter: str | None = None, prefix: str = "") -> float:
     """Median |error| of the rows (of ``chapter``, ids starting with ``prefix``) predicted with
     their chip, or their workload, left out of the fit (:func:`gpumodel.validate.cross_validate`)."""
+    prefix = _checks.text("prefix", prefix)
     errors = [abs(r["rel_error"]) for r in validate.cross_validate(chapter)
               if r["id"].startswith(prefix)]
     if not errors:
-        raise ValueError(f"no scored row of {chapter} starts with {prefix!r}")
+        raise ValueError(f"no scored row of {chapter} starts with prefix {prefix!r}")
     return float(pd.Series(errors).median())
 
 
 def left_out_error(chapter: str, id: str) -> float:
     """The error (predicted / measured - 1) of one scored row predicted with its chip, or its
     workload, left out of the fit."""
+    _checks.text("id", id)
     for r in validate.cross_validate(chapter):
         if r["id"] == id:
             return r["rel_error"]
-    raise ValueError(f"{id!r} is not a scored row of {chapter}")
+    raise ValueError(f"id {id!r:.80} is not a scored row of {chapter}")
 
 
 def cv_frame() -> pd.DataFrame:
