@@ -49,8 +49,8 @@ MEMORY_ALIASES = calibration.MEMORY_ALIASES
 LINKS = {"A100 SXM4 80GB": "NVLink 3 (A100)", "H200 SXM": "NVLink 4 (H100)"}
 #: Share of the link a ring reaches (NCCL's protocol overhead on NVLink, parallelism chapter).
 PROTOCOL_EFFICIENCY = 0.8
-#: Launch overhead per kernel that the sparsity chapter's GEMM model uses, seconds.
-SPARSE_OVERHEAD_SECONDS = 5e-6
+#: Launch overhead per kernel that the sparsity chapter's GEMM model uses, seconds: t_h.
+SPARSE_OVERHEAD_SECONDS = throughput.EAGER_HOST_SECONDS
 #: Tokens of the DINOv2 ViT-L MLP microbenchmark and of SAM's training step (8 images of 64 x 64).
 VIT_TOKENS = 13008
 VIT_STEP_TOKENS = 8 * 64 * 64

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gpumodel import hardware, sparsity as sp, workloads
+from gpumodel import hardware, sparsity as sp, throughput, workloads
 
 PATTERNS = sorted(sp.PATTERNS)
 
@@ -393,10 +393,12 @@ def test_sparsity_chapter_helpers_give_the_numbers_the_prose_uses():
     assert many["speedup"] == pytest.approx(1.5)
     assert many["intensity"] == pytest.approx(2 * 4096 * 256 / (4096 + 2 * 256))
     assert sx.hopper_fp8_share_needed(1.2, 2.0) == pytest.approx(1 / 3)
-    # a 1024 x 1024 FP16 GEMM is overhead-bound up to these token counts (5 us per kernel)
-    assert sx.overhead_bound_tokens("H100 SXM5") == 2358
-    assert sx.overhead_bound_tokens("A100 SXM4 80GB") == 743
-    assert sx.overhead_bound_tokens("RTX 4090") == 393
+    # a 1024 x 1024 FP16 GEMM is overhead-bound up to these token counts (t_h = 10 us per
+    # kernel, the book's eager host time)
+    assert sx.OVERHEAD_SECONDS == throughput.EAGER_HOST_SECONDS
+    assert sx.overhead_bound_tokens("H100 SXM5") == 4717
+    assert sx.overhead_bound_tokens("A100 SXM4 80GB") == 1487
+    assert sx.overhead_bound_tokens("RTX 4090") == 787
     assert sx.overhead_bound_tokens("H100 SXM5", hidden=16384) == 0
     tokens, lowest = sx.hopper_fp8_gemm_lowest()
     assert 256 < tokens < 512 and 1.4 < lowest < 1.5

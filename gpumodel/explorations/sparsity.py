@@ -8,12 +8,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import _checks, charts, hardware, measured, sparsity, workloads
+from .. import _checks, charts, hardware, measured, sparsity, throughput, workloads
 from ..explore import Choice, Exploration, Slider, check_direct_calls
 from ..units import TFLOPS
 
-#: Launch overhead per kernel in the speed-up exploration (chapter 1's default), seconds.
-OVERHEAD_SECONDS = 5e-6
+#: Launch overhead per kernel in the speed-up exploration, seconds: the opening chapter's t_h,
+#: eager PyTorch's host time per kernel (:data:`gpumodel.throughput.EAGER_HOST_SECONDS`).
+OVERHEAD_SECONDS = throughput.EAGER_HOST_SECONDS
 #: Accelerators of the speed-up exploration.
 SPEEDUP_ACCELERATORS = ("A100 SXM4 80GB", "H100 SXM5", "RTX 4090")
 TOKENS = 2.0 ** np.arange(0, 17)
@@ -496,14 +497,17 @@ def hopper_fp8_speedups() -> dict:
 def hopper_fp8_gemm(tokens: int) -> dict:
     """A d_model x d_model FP8 weight of Llama 3.1 8B times ``tokens`` on the H100 SXM5.
 
-    Its dense intensity (FLOP per byte) and the chapter's model speed-up, no launch overhead.
+    Its dense intensity (FLOP per byte) and the chapter's model speed-up with the GPU's least
+    time per kernel, t_o (:data:`gpumodel.throughput.LAUNCH_SECONDS`), and no host time t_h: a
+    decoding step replayed as a CUDA graph.
     """
     tokens = _checks.count("tokens", tokens)
     d, h100 = workloads.LLAMA3_8B["d_model"], hardware.get("H100 SXM5")
     flops = 2.0 * d * d * tokens
     return {"intensity": float(flops / sparsity.gemm_bytes(d, d, tokens, dtype="fp8")),
             "speedup": float(sparsity.sparse_gemm_speedup(
-                d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth, dtype="fp8"))}
+                d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth, dtype="fp8",
+                overhead_seconds=throughput.LAUNCH_SECONDS))}
 
 
 #: Most tokens the token sweeps (:func:`hopper_fp8_gemm_lowest`, :func:`overhead_bound_tokens`) take.
@@ -515,7 +519,7 @@ def hopper_fp8_gemm_lowest(limit: int = 1 << 14) -> tuple:
     tokens = np.arange(1, _checks.count("limit", limit, MAX_TOKENS) + 1)
     d, h100 = workloads.LLAMA3_8B["d_model"], hardware.get("H100 SXM5")
     speedup = sparsity.sparse_gemm_speedup(d, d, tokens, h100.peak_flops("fp8"), h100.bandwidth,
-                                           dtype="fp8")
+                                           dtype="fp8", overhead_seconds=throughput.LAUNCH_SECONDS)
     i = int(np.argmin(speedup))
     return int(tokens[i]), float(speedup[i])
 
