@@ -100,9 +100,18 @@ def estimate(reading: str = "reconstruction", *, granule_cells=50e9, purkinje_ce
     return sum(estimate_terms(reading, **given).values())
 
 
-#: The H100 SXM5's dense FP64 matrix (Tensor Core) peak, FLOP/s: the precision HPCG runs in
-#: (66.9 TFLOPS, restating NVIDIA's figures; [lockwood_h100]). The hardware table has no FP64 column.
+#: The H100 SXM5's dense FP64 matrix (Tensor Core) peak, FLOP/s (66.9 TFLOPS, restating NVIDIA's
+#: figures; [lockwood_h100]). The hardware table has no FP64 column.
 H100_FP64_MATRIX_FLOPS = 66.9e12
+#: The H100 SXM5's FP64 vector (FMA, no Tensor Core) peak, FLOP/s (33.5 TFLOPS; [lockwood_h100]):
+#: the units HPCG's sparse kernels (SpMV, Gauss-Seidel) run on.
+H100_FP64_VECTOR_FLOPS = 33.5e12
+
+#: Quantities of data/brain_inputs.csv that are not inputs of :func:`estimate`: per-cell-type
+#: rates, the post's whole-brain synapse count, and the counts for the cerebrum (section "Where
+#: this model is wrong").
+OTHER_INPUTS = ("granule_rate", "purkinje_rate", "brain_synapses", "brain_neurons", "cerebellum_neurons",
+                "cerebrum_inputs")
 
 _INPUT_COLUMNS = ("parameter", "value", "label", "who", "year", "method", "source", "detail")
 
@@ -125,7 +134,7 @@ def _inputs() -> tuple:
             value = float(row["value"])
         except ValueError:
             raise ValueError(f"brain_inputs.csv line {line}: value must be a number") from None
-        known = row["parameter"] in POST or row["parameter"] in ("granule_rate", "purkinje_rate")
+        known = row["parameter"] in POST or row["parameter"] in OTHER_INPUTS
         if not known or not value > 0 or not row["source"].strip():
             raise ValueError(f"brain_inputs.csv line {line}: parameter must be an input of estimate(), "
                              "value > 0, and a source given")
@@ -134,7 +143,7 @@ def _inputs() -> tuple:
 
 
 def measured_inputs(parameter: str = "purkinje_cells") -> list:
-    """Published values of one input of :func:`estimate` (cell counts, firing rates), the post's first.
+    """Published values of one input of :func:`estimate` (cell counts, firing rates) or of :data:`OTHER_INPUTS`, the post's first.
 
     Each row: parameter, value, label (short name), who, year, method, source (a citation key),
     detail (the quoted sentence). The post's own value is the row whose source is the post. Explained in
@@ -167,7 +176,8 @@ RANGES = {
     "granule_rate": ((1.0, 200.0), "the book's choice: granule cells fire at a low ongoing rate "
                                    "(Chadderton et al. 2004), up to the post's 200 Hz"),
     "purkinje_inputs": ((75e3, 1.5e5), "the post: 100,000 'might be a slight overestimate (but 75000 would be too "
-                                        "conservative)'; the book's choice of 150,000 for 'more than 100000'"),
+                                        "conservative)'; the book's choice of 150,000 for 'more than 100000' "
+                                        "(no count of synapses per human Purkinje cell was consulted)"),
     "time_steps": ((2.4, 6.0), "the post: conscious recognition takes 80 to 200 ms, 2.4 to 6 steps at 30 per second"),
     "purkinje_dendrites": ((500.0, 2000.0), "the book's choice around the post's 'about 1000 dendrites'"),
     "purkinje_branches": ((3.0, 20.0), "the book's choice around the post's 'about 10'"),
@@ -348,10 +358,28 @@ def _records() -> tuple:
     return tuple(out)
 
 
-def records(metric: str = "hpcg") -> list:
+def records(metric: str = "hpcg", filled: bool = False) -> list:
     """The number-one system of each TOP500 list on ``metric`` ("hpl" or "hpcg"): list, year (mid-month), system, FLOP/s, source.
 
+    Only lists whose leader was checked have a row. With ``filled``, every June and November list
+    from the first row to the last has one: a missing list repeats the row before it (its system
+    and FLOP/s, with "filled" as its source), a step function that assumes the leader held its
+    place, for the fit's sensitivity to the gaps.
     Explained in :doc:`/book/brain` (section "Ten years of evidence").
     """
     metric = _checks.choice("metric", metric, METRICS)
-    return [dict(r) for r in _records() if r["metric"] == metric]
+    filled = _checks.flag("filled", filled)
+    rows = [dict(r) for r in _records() if r["metric"] == metric]
+    if not filled or not rows:
+        return rows
+    have = {r["list"]: r for r in rows}
+    first, last = (int(rows[i]["list"][:4]) for i in (0, -1))
+    out = []
+    for year in range(first, last + 1):
+        for month in (6, 11):
+            name = f"{year}-{month:02d}"
+            if rows[0]["list"] <= name <= rows[-1]["list"]:
+                row = have.get(name) or {**out[-1], "list": name, "year": year + (month - 0.5) / 12,
+                                         "source": "filled", "detail": f"no checked leader: {out[-1]['list']} repeated"}
+                out.append(dict(row))
+    return out

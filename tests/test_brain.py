@@ -94,6 +94,7 @@ def test_projection_properties(start, target, period):
     (lambda: brain.estimate("detailed"), "reading"),
     (lambda: brain.fitted_doubling_years([2000, 2001], [2.0, 1.0]), "grow"),
     (lambda: brain.records("linpack"), "metric"),
+    (lambda: brain.records("hpcg", filled="yes"), "filled"),
     (lambda: brain.estimate(purkinje_rate=0.0), "purkinje_rate"),
     (lambda: brain.estimate(granule_rate=-1.0), "granule_rate"),
     (lambda: brain.estimate(steps_per_second=float("nan")), "steps_per_second"),
@@ -244,3 +245,35 @@ def test_carlsmith_rows_match_his_statements():
 def test_purkinje_rate_rows_are_a_background_range():
     rows = brain.measured_inputs("purkinje_rate")
     assert all("background" in r["method"] and "not a maximum" in r["method"] for r in rows)
+
+
+# --- review of the brain chapter: the HPCG gaps filled, the post's quoted inputs, the FP64 ridge --
+
+def test_filled_hpcg_records_and_their_fit():
+    full = brain.records("hpcg", filled=True)
+    assert [r["list"] for r in full[:3]] == ["2014-06", "2014-11", "2015-06"]
+    assert len(full) == 24 and len(brain.records("hpcg")) == 12
+    assert full[1]["flops"] == pytest.approx(0.58e15) and full[1]["source"] == "filled"
+    fit = brain.fitted_doubling_years([r["year"] for r in full], [r["flops"] for r in full])
+    assert fit == pytest.approx(1.7548, abs=1e-4)
+
+
+@pytest.mark.parametrize("metric", brain.METRICS)
+def test_filled_records_keep_every_checked_row_and_never_fall(metric):
+    rows, full = brain.records(metric), brain.records(metric, filled=True)
+    assert [r for r in full if r["source"] != "filled"] == rows
+    years = [r["year"] for r in full]
+    assert all(0.4 < b - a < 0.6 for a, b in zip(years, years[1:]))  # June and November, none missing
+    flops = [r["flops"] for r in full]
+    assert all(b >= a for a, b in zip(flops, flops[1:]))
+
+
+def test_quoted_inputs_of_the_post_and_the_cerebrum():
+    def values(name):
+        return [r["value"] for r in brain.measured_inputs(name)]
+    assert values("brain_synapses") == [1e13]
+    assert values("firing_rate") == [50.0, 1000.0]
+    assert values("cerebrum_inputs") == [5000.0, 15000.0]
+    assert values("brain_neurons")[0] - values("cerebellum_neurons")[0] == pytest.approx(17.07e9)
+    assert brain.H100_FP64_VECTOR_FLOPS / 3.35e12 == pytest.approx(10.0)
+    assert brain.estimate(purkinje_rate=1.0, granule_rate=1.0) == pytest.approx(5.375e18)

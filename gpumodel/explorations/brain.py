@@ -248,7 +248,7 @@ SYNAPSE_COUNT = Exploration(
     name="brain_synapse_count",
     compute=synapse_count,
     params=(Slider("log10_synapses", "log10(synapses)", 13, 15, 0.5, 14, grid_step=0.5),
-            Slider("log10_rate", "log10(events per second)", 0, 3, 0.5, 2.5, grid_step=0.5),
+            Slider("log10_rate", "log10(events per second)", 0, 3, 0.1, 2.3, grid_step=0.1),
             Choice("flop_per_event", "FLOP per synaptic event", (1, 2), 2)),
     chart=synapse_count_chart,
     description="Range chart, log axis: the published estimates of the brain's FLOP/s (one row each, "
@@ -262,8 +262,8 @@ SYNAPSE_COUNT = Exploration(
 
 YEARS = np.arange(2013.0, 2081.0)
 STARTS = {"Tianhe-2 HPCG, 2015 (the post)": ("hpcg", "2014-06", 2015.0),
-          "El Capitan HPCG, 2025": ("hpcg", "2025-06", 2025.5),
-          "El Capitan HPL, 2025": ("hpl", "2025-11", 2025.9)}
+          "El Capitan HPCG, 2025": ("hpcg", "2025-11", 2025.875),
+          "El Capitan HPL, 2025": ("hpl", "2025-11", 2025.875)}
 
 
 def _start(name):
