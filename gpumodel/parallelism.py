@@ -374,15 +374,19 @@ def data_parallel_bytes(params, ranks, grad_bytes=2.0, sharded: bool = False):
 
 
 @_checks.finite_result
-def max_tensor_parallel(block_params, d_model, peak_flops, bandwidth, all_reduces=1, act_bytes=2.0):
+def max_tensor_parallel(block_params, d_model, peak_flops, bandwidth, all_reduces=1, act_bytes=2.0,
+                        passes: str = "forward"):
     """The tensor-parallel degree at which a block's all-reduces take as long as its matmuls.
 
     Forward, per token, the block's matmuls do 2 FLOP per weight, split over n GPUs; each of its
     ``all_reduces`` moves about 2 d x act_bytes per token over ``bandwidth`` (n large). Equal at
     n = block_params x bandwidth / (all_reduces x 2 d x act_bytes x peak_flops / 2), whatever
     the number of tokens. For a plain MLP (2 d d_ff weights, one all-reduce, 2-byte activations)
-    that is d_ff x bandwidth / peak_flops. Beyond it communication takes longer than the math;
-    below it, it still adds to the step unless it is overlapped with the matmuls.
+    that is d_ff x bandwidth / peak_flops. ``passes="step"`` counts forward and backward: the
+    backward pass does 4 FLOP per weight against as many all-reduces as the forward pass, so
+    over a step the crossover is 1.5 times the forward pass's. Beyond it communication takes
+    longer than the math; below it, it still adds to the step unless it is overlapped with the
+    matmuls.
     Explained in :doc:`/book/parallelism` (section "Tensor parallelism").
     """
     p = _checks.positive("block_params", block_params)
@@ -391,7 +395,13 @@ def max_tensor_parallel(block_params, d_model, peak_flops, bandwidth, all_reduce
     w = _checks.positive("bandwidth", bandwidth)
     k = _checks.positive_int("all_reduces", all_reduces)
     b = _checks.positive("act_bytes", act_bytes)
-    return p * w / (k * d * b * c)
+    passes = _checks.choice("passes", passes, TP_PASSES)
+    per_all_reduce = 1.5 if passes == "step" else 1.0
+    return per_all_reduce * p * w / (k * d * b * c)
+
+
+#: What :func:`max_tensor_parallel` counts: the forward pass, or forward and backward.
+TP_PASSES = ("forward", "step")
 
 
 # --- memory: ZeRO / FSDP --------------------------------------------------------------------------
@@ -553,6 +563,29 @@ def ring_attention_min_tokens(d_model, kv_dim, peak_flops, bandwidth, act_bytes=
 
 
 #: Recomputation choices of :func:`activation_memory`.
+@_checks.finite_result
+def activation_constant(d_ff_ratio=4.0, kv_ratio=1.0, gated: bool = False, dropout: bool = True):
+    """The constant c of a layer's sbh(c + 5as/h) activation bytes, counted tensor by tensor.
+
+    Korthikanti et al.'s count with 16-bit values and 1-byte dropout masks: two layer-norm
+    inputs (4); attention's input, queries, keys and values, and output-projection input
+    (6 + 4 x ``kv_ratio``, the keys' and values' width over h) and a dropout mask (1); the MLP's
+    input (2) and, for d_ff = ``d_ff_ratio`` x h, a GeLU's input and output (4 r) or, ``gated``,
+    a fused SwiGLU's gate and up projections and their product (6 r), and a dropout mask (1).
+    The defaults, a GPT-style layer, give 34; a Llama-style layer (gated, no dropout, grouped-
+    query attention) less. The attention scores' 5as/h is not included.
+    Explained in :doc:`/book/parallelism` (section "One published run: Llama 3 405B").
+    """
+    r = _checks.positive("d_ff_ratio", d_ff_ratio)
+    g = _checks.non_negative("kv_ratio", kv_ratio)
+    gated = _checks.flag("gated", gated)
+    masks = 1.0 if _checks.flag("dropout", dropout) else 0.0
+    norms = 4.0
+    attention = 6.0 + 4.0 * g + masks
+    mlp = 2.0 + (6.0 if gated else 4.0) * r + masks
+    return norms + attention + mlp
+
+
 RECOMPUTE = ("none", "selective", "full")
 
 

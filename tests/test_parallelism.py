@@ -73,6 +73,17 @@ def test_tensor_parallel_bytes_and_crossover():
     d, f = 4096, 14336
     assert par.max_tensor_parallel(2 * d * f, d, 989.4e12, 450e9) == pytest.approx(f * 450e9 / 989.4e12)
     assert par.max_tensor_parallel(3 * d * f, d, 989.4e12, 450e9) == pytest.approx(1.5 * f * 450e9 / 989.4e12)
+    # over a step the backward pass's 4 FLOP per weight face one more all-reduce each: 1.5 times
+    assert par.max_tensor_parallel(2 * d * f, d, 989.4e12, 450e9, passes="step") == pytest.approx(
+        1.5 * f * 450e9 / 989.4e12)
+
+
+def test_activation_constant_counts_korthikanti_and_a_llama_layer():
+    assert par.activation_constant() == pytest.approx(34.0)
+    # Llama 3 405B: gated MLP of 3.25 h, no dropout, 8 of 128 heads for keys and values
+    assert par.activation_constant(3.25, 8 / 128, gated=True, dropout=False) == pytest.approx(
+        4 + 6 + 4 / 16 + 2 + 6 * 3.25)
+    assert par.activation_constant(dropout=False) == pytest.approx(32.0)
 
 
 def test_hierarchical_all_reduce():
@@ -128,6 +139,22 @@ def test_zero_memory_never_grows_with_gpus(p, n, stage):
 
 
 @settings(max_examples=100, deadline=None)
+@given(st.floats(0.5, 8), st.floats(0, 1), st.booleans(), st.booleans())
+def test_activation_constant_grows_with_width_and_masks(r, g, gated, dropout):
+    c = par.activation_constant(r, g, gated, dropout)
+    assert par.activation_constant(r * 1.1, g, gated, dropout) > c
+    assert par.activation_constant(r, g, gated, True) >= c
+    assert par.activation_constant(r, g, True, dropout) > par.activation_constant(r, g, False, dropout)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e6, 1e10), st.integers(64, 32768), st.floats(1e12, 1e16), bws)
+def test_tensor_parallel_step_limit_is_one_and_a_half_forward(p, d, c, w):
+    fwd = par.max_tensor_parallel(p, d, c, w)
+    assert par.max_tensor_parallel(p, d, c, w, passes="step") == pytest.approx(1.5 * fwd)
+
+
+@settings(max_examples=100, deadline=None)
 @given(st.integers(1, 64), st.integers(1, 512), st.integers(1, 4))
 def test_bubble_is_a_share(p, m, v):
     b = par.pipeline_bubble(p, m, v)
@@ -149,6 +176,9 @@ def test_bubble_is_a_share(p, m, v):
     (lambda: par.training_memory(1e9, 0), "gpus"),
     (lambda: par.modelled_bus_bandwidth(1e6, 1, 1e9, 1e-6), "ranks"),
     (lambda: par.post_model_parallel_elements(128, 1000, 500, "diagonal"), "split"),
+    (lambda: par.max_tensor_parallel(1e8, 4096, 1e15, 4e11, passes="backward"), "passes"),
+    (lambda: par.activation_constant(0), "d_ff_ratio"),
+    (lambda: par.activation_constant(4, -1), "kv_ratio"),
 ])
 def test_bad_input_is_refused(call, name):
     with pytest.raises(ValueError, match=name):

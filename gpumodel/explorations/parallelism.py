@@ -67,7 +67,8 @@ BUS_BANDWIDTH = Exploration(
 # --- tensor against data parallelism -----------------------------------------------------------
 
 def tp_vs_dp(log2_tokens, d_model, gpus):
-    """Per GPU, for one MLP block (d_ff = 4 d) on H100s over NVLink 4: compute time, and each strategy's all-reduce time."""
+    """Per GPU, for one MLP block (d_ff = 4 d) on H100s over NVLink 4: a step's compute time (forward and
+    backward), and each strategy's all-reduce time (data parallelism with BF16 gradients)."""
     h100 = hardware.get("H100 SXM5")
     bw = parallelism.link("NVLink 4 (H100)").bandwidth
     tokens, d = 2.0**log2_tokens, float(d_model)
@@ -76,7 +77,7 @@ def tp_vs_dp(log2_tokens, d_model, gpus):
     tp = parallelism.tensor_parallel_bytes(tokens, d, gpus) / bw
     dp = parallelism.data_parallel_bytes(weights, gpus) / bw
     what = ["compute (either way)", "tensor parallel: all-reduces, on the critical path",
-            "data parallel: gradient all-reduce, can overlap the backward pass"]
+            "data parallel: BF16 gradient all-reduce, can overlap the backward pass"]
     return {"what": what, "ms": 1e3 * np.array([compute, tp, dp])}
 
 
@@ -100,7 +101,7 @@ TP_VS_DP = Exploration(
     chart=tp_vs_dp_chart,
     description="Bar chart, log axis: milliseconds per step for one MLP block (x) in three bars: the "
                 "compute per GPU (the same either way), the tensor-parallel all-reduces on the critical "
-                "path, and the data-parallel gradient all-reduce that can overlap the backward pass.",
+                "path, and the data-parallel all-reduce of BF16 gradients that can overlap the backward pass.",
 )
 
 
