@@ -46,7 +46,7 @@ def achieved_chart(base):
     x = alt.X("tokens:Q", title="tokens (rows of the activation matrix, log scale)",
               scale=alt.Scale(type="log", base=2))
     line = base.mark_line(color="#555555").encode(
-        x=x, y=alt.Y("tflops:Q", title="achieved TFLOP/s (log scale)",
+        x=x, y=alt.Y("tflops:Q", title="TFLOP/s attainable at peak rates (log scale)",
                      scale=alt.Scale(type="log", domain=[0.01, 3000])))
     dots = base.mark_point(filled=True, size=70).encode(
         x=x, y="tflops:Q",
@@ -113,13 +113,15 @@ ACHIEVED = Exploration(
     params=(Choice("accelerator", "accelerator", GPUS, "H100 SXM5"),
             Slider("weight", "weight k = n", 1024, 8192, 1024, 4096, grid_step=1024,
                    integer=True),
-            Slider("overhead_us", "overhead per kernel", 0, 20, 1,
+            Slider("overhead_us", "t_o, or t_h if the host is the limit", 0, 20, 1,
                    throughput.LAUNCH_SECONDS * 1e6, unit="µs", grid_step=2)),
     chart=achieved_chart,
-    description="Achieved TFLOP/s of a BF16 matmul against the number of tokens, on a log-log "
-                "plot: points are marked by regime (overhead, memory or compute-bound) and the "
-                "dashed line is the card's dense peak. The sliders change the card, the weight "
-                "size and the overhead per kernel.",
+    description="TFLOP/s a BF16 matmul can attain at the card's peak rates (no efficiency "
+                "factors) against the number of tokens, on a log-log plot: points are marked by "
+                "regime (overhead, memory or compute-bound) and the dashed line is the card's "
+                "dense peak. The sliders change the card, the weight size and the time per "
+                "kernel: t_o, the GPU's floor per kernel, or t_h, the host's launch time, "
+                "where the host is the limit.",
 )
 
 EXPLORATIONS = (ACHIEVED,)
