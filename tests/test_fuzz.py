@@ -1088,7 +1088,7 @@ def test_any_number_anywhere_keeps_the_contract(slot, value):
     key, name = slot
     kwargs = {**baseline(key), name: value}
     fn = target(key)
-    problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)})
+    problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)} | set(kwargs))
     assert problem is None, f"{key}({name}={value!r}): {problem}"
 
 
@@ -1104,7 +1104,7 @@ def test_edge_numbers_in_every_slot_keep_the_contract(value):
     for key, name in _numeric_slots():
         kwargs = {**baseline(key), name: value}
         fn = target(key)
-        problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)})
+        problem = check(lambda: fn(**kwargs), {p.name for p in parameters(key)} | set(kwargs))
         if problem is not None:
             problems.append(f"{key}({name}={value!r}): {problem}")
     assert not problems, "\n".join(problems)
@@ -1190,7 +1190,7 @@ def test_bad_dict_entries_are_refused_or_harmless(slot):
     (same result) or refused; an unknown key in a checked dict is refused."""
     key, name = slot
     fn, kwargs = target(key), baseline(key)
-    names = {p.name for p in parameters(key)}
+    names = {p.name for p in parameters(key)} | set(kwargs)
     expected = fn(**kwargs)
     failures = []
     for label, mutated in entry_mutations(kwargs, name):
@@ -1317,7 +1317,7 @@ def test_every_number_of_a_call_scaled_together_keeps_the_contract(scale):
         if not scaled:
             continue
         fn = target(key)
-        problem = check(lambda: fn(**{**kwargs, **scaled}), {p.name for p in parameters(key)})
+        problem = check(lambda: fn(**{**kwargs, **scaled}), {p.name for p in parameters(key)} | set(kwargs))
         if problem is not None:
             problems.append(f"{key}({scaled}): {problem}")
     assert not problems, "\n".join(problems)
