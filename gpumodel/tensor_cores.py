@@ -124,8 +124,7 @@ def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_
       each block also needs ceil(size / tensor_core_tile) operations along K: 8 x 8 x 8 = 512 ops
       on 64 Tensor Cores, 8 rounds.
 
-    Explained in :doc:`/book/tensor_cores` (sections "Counting rounds" and "Where this model is
-    wrong").
+    Explained in :doc:`/book/tensor_cores` (section "Counting rounds").
     """
     g, f, t = _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread,
                       count_k)
