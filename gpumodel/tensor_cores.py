@@ -90,7 +90,8 @@ TENSOR_CORE_LATENCIES = ("throughput", "measured")
 FFMA_LATENCY_FALLBACK = 4.0
 
 
-def _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread):
+def _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread,
+            count_k=False):
     """Validated sequential round counts: global loads, FFMA rounds, Tensor Core rounds."""
     size = _checks.positive_int("size", size)
     sms = _checks.positive_int("sms", sms)
@@ -101,13 +102,15 @@ def _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_
     threads = sms * warps_per_sm * WARP_SIZE
     global_rounds = np.ceil(2.0 * size**2 / threads)
     ffma_rounds = np.ceil(size**3 / (threads * fma_per_thread))
-    tensor_core_rounds = np.ceil(np.ceil(size / tile) ** 2 / (sms * tensor_cores_per_sm))
+    blocks = np.ceil(size / tile)
+    ops = blocks**3 if _flag("count_k", count_k) else blocks**2
+    tensor_core_rounds = np.ceil(ops / (sms * tensor_cores_per_sm))
     return global_rounds, ffma_rounds, tensor_core_rounds
 
 
 @_checks.finite_result
 def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_core_tile=4,
-                  fma_per_thread=2):
+                  fma_per_thread=2, count_k: bool = False):
     """Sequential rounds of the post's matmul: dict of arrays {"global", "ffma", "tensor_core"} (counts).
 
     - ``global``: loads of 32 elements per warp to bring the two ``size`` x ``size`` operands into
@@ -117,11 +120,14 @@ def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_
       2 FMAs per thread per round (``fma_per_thread=1``, one FMA per FFMA instruction, gives 16).
     - ``tensor_core``: rounds of Tensor Core operations, one per ``tensor_core_tile`` x
       ``tensor_core_tile`` block of C as the post counts them (8 x 8 = 64 ops; K is not counted),
-      spread over sms x tensor_cores_per_sm Tensor Cores; 1 in the post.
+      spread over sms x tensor_cores_per_sm Tensor Cores; 1 in the post. With ``count_k=True``
+      each block also needs ceil(size / tensor_core_tile) operations along K: 8 x 8 x 8 = 512 ops
+      on 64 Tensor Cores, 8 rounds.
 
     Explained in :doc:`/book/tensor_cores` (section "Counting rounds").
     """
-    g, f, t = _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread)
+    g, f, t = _counts(size, sms, warps_per_sm, tensor_cores_per_sm, tensor_core_tile, fma_per_thread,
+                      count_k)
     g, f, t = np.broadcast_arrays(g, f, t)
     return {"global": g * 1.0, "ffma": f * 1.0, "tensor_core": t * 1.0}
 
@@ -129,19 +135,20 @@ def matmul_rounds(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8, tensor_
 @_checks.finite_result
 def matmul_cycle_breakdown(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
                            global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
-                           method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
+                           method: str = "ffma", tensor_core_tile=4, fma_per_thread=2,
+                           count_k: bool = False):
     """Cycles spent waiting on global memory, shared memory and math: dict of arrays {"global", "shared", "compute"}.
 
     ``method`` is ``"ffma"`` (CUDA cores), ``"tensor_core"`` or ``"async_copy"`` (Tensor Cores with
     asynchronous global-to-shared copies / TMA). Latencies are in cycles; round counts come from
-    :func:`matmul_rounds`. For ``"async_copy"`` the next tile's global load overlaps this tile's
+    :func:`matmul_rounds` (``count_k`` as there). For ``"async_copy"`` the next tile's global load overlaps this tile's
     shared loads and math, so only ``max(global - shared - compute, 0)`` of it is exposed: the
     post's (200 - 34 - 1) + 34 + 1 = 200 is the steady-state cost per tile, not the first one.
     Explained in :doc:`/book/tensor_cores` (section "Where do the cycles go").
     """
     method = _checks.choice("method", method, METHODS)
     g_rounds, f_rounds, t_rounds = _counts(size, sms, warps_per_sm, tensor_cores_per_sm,
-                                           tensor_core_tile, fma_per_thread)
+                                           tensor_core_tile, fma_per_thread, count_k)
     global_latency = _checks.non_negative("global_latency", global_latency)
     shared_latency = _checks.non_negative("shared_latency", shared_latency)
     ffma_latency = _checks.non_negative("ffma_latency", ffma_latency)
@@ -164,22 +171,24 @@ def matmul_cycle_breakdown(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8
 @_checks.finite_result
 def matmul_cycles(size=32, sms=8, warps_per_sm=8, tensor_cores_per_sm=8,
                   global_latency=200.0, shared_latency=34.0, ffma_latency=4.0, mma_latency=1.0,
-                  method: str = "ffma", tensor_core_tile=4, fma_per_thread=2):
+                  method: str = "ffma", tensor_core_tile=4, fma_per_thread=2,
+                  count_k: bool = False):
     """Total cycles of the post's ``size`` x ``size`` matmul: the sum of :func:`matmul_cycle_breakdown`.
 
     At the defaults: 200 + 8 x 34 + 8 x 4 = 504 (``"ffma"``), 200 + 34 + 1 = 235 (``"tensor_core"``)
-    and max(200, 34 + 1) = 200 (``"async_copy"``).
+    and max(200, 34 + 1) = 200 (``"async_copy"``); with ``count_k=True`` the Tensor Core variant
+    takes 200 + 8 x (34 + 1) = 480.
     Explained in :doc:`/book/tensor_cores` (section "Worked case: the guide's cycle model").
     """
     parts = matmul_cycle_breakdown(size, sms, warps_per_sm, tensor_cores_per_sm, global_latency,
                                    shared_latency, ffma_latency, mma_latency, method,
-                                   tensor_core_tile, fma_per_thread)
+                                   tensor_core_tile, fma_per_thread, count_k)
     if _checks.choice("method", method, METHODS) == "async_copy":
         # max(global, shared + compute) directly: adding the exposed max(global - shared - compute, 0)
         # back to shared + compute can round below global, so more latency could give fewer cycles.
         hidden = matmul_cycle_breakdown(size, sms, warps_per_sm, tensor_cores_per_sm, global_latency,
                                         shared_latency, ffma_latency, mma_latency, "tensor_core",
-                                        tensor_core_tile, fma_per_thread)
+                                        tensor_core_tile, fma_per_thread, count_k)
         return np.maximum(hidden["global"], parts["shared"] + parts["compute"])
     return parts["global"] + parts["shared"] + parts["compute"]
 

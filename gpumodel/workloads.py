@@ -98,19 +98,21 @@ def model_flops_utilization(tokens_per_second, flops_per_token, peak_flops):
 
 
 @_checks.finite_result
-def linear_flop_share(layers, d_model, d_ff, heads, kv_heads, vocab, seq_len, output_head: bool = False):
+def linear_flop_share(layers, d_model, d_ff, heads, kv_heads, vocab, seq_len, output_head: bool = False,
+                      causal: bool = False):
     """Share (0-1) of a decoder's training FLOP per token that runs in the linear layers of its blocks.
 
     6 L x :func:`layer_matmul_params` over :func:`training_flops_per_token` (non-causal, N without
     the input embedding). The rest is the attention scores and their product with V (12 L d T),
     the norms and, unless ``output_head``, the output projection (vocab d): what stays in 16 bits
     when a float8 recipe swaps only the blocks' ``nn.Linear`` layers, as torchtitan's did in
-    early 2025 (it skipped the layer named "output"). Llama 3 8B at T = 8192: 0.723.
+    early 2025 (it skipped the layer named "output"). Llama 3 8B at T = 8192: 0.723. With
+    ``causal=True`` the total counts only the scores a causal mask keeps (6 L d T): 0.814.
     Explained in :doc:`/book/tensor_cores` (section "How busy are Tensor Cores in training?").
     """
     head = _checks.flag("output_head", output_head)
     n = transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab, input_embedding=False)
-    total = training_flops_per_token(n, layers, d_model, seq_len)
+    total = training_flops_per_token(n, layers, d_model, seq_len, causal=causal)
     layers = _checks.positive_int("layers", layers)
     linear = 6.0 * layers * layer_matmul_params(d_model, d_ff, heads, kv_heads)
     if head:

@@ -4,6 +4,7 @@ import json
 import numpy as np
 import pytest
 
+from gpumodel import hardware, measured
 from gpumodel import tensor_cores as tc
 from gpumodel.explorations import tensor_cores as tce
 from gpumodel.explore import static_chart
@@ -64,3 +65,18 @@ def test_timeline_refuses_bad_cycles_naming_them():
     for name, bad in (("load_cycles", -1.0), ("compute_cycles", float("inf")), ("load_cycles", "1")):
         with pytest.raises(ValueError, match=name):
             tce.loop_timeline(**{"k_tiles": 4, "load_cycles": 200, "compute_cycles": 100, name: bad})
+
+
+def test_l2_scaling_names_its_clock():
+    pcie, sxm = hardware.get("H100 PCIe"), hardware.get("H100 SXM5")
+    value = measured.measurement("l2.h100_pcie.read") / 1000
+    default = tce.l2_bandwidth_scaled("l2.h100_pcie.read", "H100 PCIe", "H100 SXM5")
+    assert default == pytest.approx(value * 132 * 1830 / (114 * 1620))
+    at_max = tce.l2_bandwidth_scaled("l2.h100_pcie.read", "H100 PCIe", "H100 SXM5",
+                                     measured_clock_mhz=pcie.max_clock_mhz)
+    assert at_max == pytest.approx(value * 132 * 1830 / (114 * 1755))
+    assert round(float(default), 1) == 10.1 and round(float(at_max), 1) == 9.4
+    assert sxm.sm_count == 132
+    with pytest.raises(ValueError, match="measured_clock_mhz"):
+        tce.l2_bandwidth_scaled("l2.h100_pcie.read", "H100 PCIe", "H100 SXM5",
+                                measured_clock_mhz=0)

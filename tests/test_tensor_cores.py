@@ -28,6 +28,9 @@ def configs(draw):
             "shared_latency": draw(latency), "ffma_latency": draw(latency), "mma_latency": draw(latency)}
 
 
+SHAPE = ("size", "sms", "warps_per_sm", "tensor_cores_per_sm")
+
+
 # --- the post's worked example ---------------------------------------------------------------
 
 def test_post_rounds():
@@ -59,6 +62,17 @@ def test_what_the_post_leaves_out():
     assert tc.matmul_cycles(fma_per_thread=1) == 200 + 16 * 34 + 16 * 4 == 808
     assert tc.matmul_cycles(mma_latency=16, method="tensor_core") == 250  # A100's measured mma latency
     assert tc.matmul_cycles(global_latency=380, method="tensor_core") == 415  # the post's own global memory
+
+
+def test_counting_k():
+    # 8 x 8 blocks of C, 8 operations each along K: 512 ops on 64 Tensor Cores
+    assert tc.matmul_rounds(count_k=True)["tensor_core"] == 8
+    assert tc.matmul_rounds(count_k=True)["ffma"] == 8  # FFMA rounds do not change
+    assert tc.matmul_cycles(method="tensor_core", count_k=True) == 200 + 8 * (34 + 1) == 480
+    assert tc.matmul_cycle_breakdown(method="tensor_core", count_k=True) == {
+        "global": 200, "shared": 8 * 34, "compute": 8}
+    assert tc.matmul_cycles(method="async_copy", count_k=True) == max(200, 8 * 35) == 280
+    assert tc.matmul_cycles(method="tensor_core", count_k=False) == 235  # the post's count
 
 
 def test_more_work_than_units_takes_more_rounds():
@@ -106,6 +120,17 @@ def test_tensor_cores_never_slower_than_ffma(config):
     assume(8 * config["warps_per_sm"] <= config["size"] * config["tensor_cores_per_sm"])
     assume(config["mma_latency"] <= config["ffma_latency"])
     assert tc.matmul_cycles(**config, method="tensor_core") <= tc.matmul_cycles(**config, method="ffma")
+
+
+@settings(max_examples=200, deadline=None)
+@given(configs(), methods)
+def test_counting_k_never_fewer_cycles(config, method):
+    with_k = tc.matmul_rounds(**{k: config[k] for k in SHAPE}, count_k=True)
+    without = tc.matmul_rounds(**{k: config[k] for k in SHAPE})
+    assert with_k["tensor_core"] >= without["tensor_core"]
+    assert with_k["ffma"] == without["ffma"] and with_k["global"] == without["global"]
+    assert tc.matmul_cycles(**config, method=method, count_k=True) >= tc.matmul_cycles(
+        **config, method=method) * (1 - 1e-12)
 
 
 @settings(max_examples=200, deadline=None)
@@ -274,6 +299,10 @@ def test_bad_loop_and_peak_input():
         tc.tiled_loop_cycles(0, 1, 1)
     with pytest.raises(ValueError, match="load_cycles"):
         tc.tiled_loop_cycles(4, -1, 1)
+    with pytest.raises(ValueError, match="count_k"):
+        tc.matmul_rounds(count_k="yes")
+    with pytest.raises(ValueError, match="count_k"):
+        tc.matmul_cycles(method="tensor_core", count_k=2)
     with pytest.raises(ValueError, match="double_buffered"):
         tc.tiled_loop_cycles(4, 1, 1, double_buffered="yes")
     with pytest.raises(ValueError, match="compute_cycles"):

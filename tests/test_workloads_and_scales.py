@@ -50,6 +50,20 @@ def test_llama3_8b_linear_flop_share_exact():
     assert round(float(share), 3) == 0.723
     with_head = workloads.linear_flop_share(**c, seq_len=8192, output_head=True)
     assert with_head == pytest.approx((linear + 6 * 128256 * 4096) / total, rel=1e-12)
+    causal = workloads.linear_flop_share(**c, seq_len=8192, causal=True)
+    assert causal == pytest.approx(linear / (6 * n + 6 * 32 * 4096 * 8192), rel=1e-12)
+    assert round(float(causal), 3) == 0.814
+    with pytest.raises(ValueError, match="causal"):
+        workloads.linear_flop_share(**c, seq_len=8192, causal="yes")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 128), st.integers(1, 1 << 20))
+def test_causal_count_raises_the_linear_share(layers, seq_len):
+    c = {**workloads.LLAMA3_8B, "layers": layers}
+    full = workloads.linear_flop_share(**c, seq_len=seq_len)
+    causal = workloads.linear_flop_share(**c, seq_len=seq_len, causal=True)
+    assert full < causal <= 1
 
 
 def test_mixed_peak_is_the_harmonic_mix():

@@ -375,11 +375,15 @@ def gemm_peak_fractions() -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("measurement")
 
 
-def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> float:
+def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str,
+                        measured_clock_mhz=None) -> float:
     """A measured L2 bandwidth (GB/s) carried over to another board of the same chip, in TB/s.
 
     Assumes L2 bandwidth grows with the number of SMs times the clock: a scaling rule, not a
-    measurement, used to compare an H100 PCIe figure with the H100 SXM5.
+    measurement, used to compare an H100 PCIe figure with the H100 SXM5. The target runs at its
+    peak (datasheet) clock; the measurement is taken to have run at ``measured_clock_mhz``, by
+    default the source board's peak clock (the result files record no clock): 10.1 TB/s from
+    the H100 PCIe at 1,620 MHz, 9.4 TB/s if it ran at its 1,755 MHz maximum.
     """
     source = hardware.get(_checks.choice("measured_on", measured_on, hardware.names()))
     dest = hardware.get(_checks.choice("target", target, hardware.names()))
@@ -387,7 +391,14 @@ def l2_bandwidth_scaled(measurement: str, measured_on: str, target: str) -> floa
         value = measured.measurement(_checks.text("measurement", measurement))
     except ValueError as err:
         raise ValueError(f"measurement: {err}") from None
-    ratio = (dest.sm_count * dest.peak_clock_mhz) / (source.sm_count * source.peak_clock_mhz)
+    if measured_clock_mhz is None:
+        clock = source.peak_clock_mhz
+    else:
+        clock = _checks.scalar("measured_clock_mhz", measured_clock_mhz)
+        if not 1.0 <= clock <= 1e5:
+            raise ValueError(f"measured_clock_mhz must be a clock in MHz from 1 to 100000 "
+                             f"(got {clock!r})")
+    ratio = (dest.sm_count * dest.peak_clock_mhz) / (source.sm_count * clock)
     return value / 1000 * ratio
 
 
