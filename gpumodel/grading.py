@@ -149,6 +149,8 @@ ANSWERS = (
        100),
     _A("lp-ex-e5m2", "lp_e4m3_overflow", "ex_e4m3_over", "gradients E4M3 overflows at that scale", "%", 0,
        100),
+    _A("lp-ex-e5m2", "lp_e4m3_flushed_there", "ex_e4m3_flushed", "gradients E4M3 flushes at that scale", "%",
+       0, 100),
     _A("lp-ex-e5m2", "lp_e4m3_flushed", "ex_e4m3_best", "gradients E4M3 loses at its own best scale", "%", 0,
        100),
     _A("lp-ex-memory", "lp_bf16_gib", "ex_bf16_gib", "weights in BF16", "GiB", 1, 1e5),

@@ -600,7 +600,7 @@ def blockwise_quantize(x, name: str, block_size=64) -> np.ndarray:
     ``x`` is flattened and cut into blocks of ``block_size`` values (the last may be shorter);
     each block is multiplied so its largest magnitude maps to the format's maximum (int4: 7,
     symmetric; fp4_e2m1: 6; nf4: 1), rounded with :func:`quantize`, and divided back.
-    Explained in :doc:`/book/low_precision` (section "FP4 versus Int4, bit for bit").
+    Explained in :doc:`/book/low_precision` (section "FP4 versus INT4, bit for bit").
     """
     name = _format(name)
     x = _checks.as_array("x", x)
@@ -614,7 +614,7 @@ def blockwise_quantize(x, name: str, block_size=64) -> np.ndarray:
 def quantization_mse(x, name: str, block_size=64) -> float:
     """Mean squared error of :func:`blockwise_quantize` on ``x`` (in x's units squared).
 
-    Explained in :doc:`/book/low_precision` (section "FP4 versus Int4, bit for bit").
+    Explained in :doc:`/book/low_precision` (section "FP4 versus INT4, bit for bit").
     """
     x = _checks.as_array("x", x)
     if x.size == 0:

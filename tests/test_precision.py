@@ -1,5 +1,5 @@
 """Number formats: the table against numpy/ml_dtypes, TF32 rounding against exact arithmetic,
-loss scaling, outlier-aware int8, FP4 versus Int4, the FP8 speedup model, and bad input."""
+loss scaling, outlier-aware int8, FP4 versus INT4, the FP8 speedup model, and bad input."""
 import math
 from fractions import Fraction
 

@@ -36,8 +36,8 @@ QUIET_MS = 250
 OBSERVER = """() => {
   window.__redraw = {t0: 0, last: 0};
   const vega = n => n && n.nodeType === 1 &&
-    (n.matches('[data-mime-type*="vega"], .vega-embed') ||
-     n.closest('[data-mime-type*="vega"], .vega-embed'));
+    (n.matches('.jp-RenderedVegaCommon5, .vega-embed') ||
+     n.closest('.jp-RenderedVegaCommon5, .vega-embed'));
   new MutationObserver(list => {
     for (const m of list) {
       if (vega(m.target) || [...m.addedNodes].some(vega)) {
@@ -133,7 +133,7 @@ def _measure(context, url: str, notebook: str, presses: int) -> list[float]:
         page.click(".jp-Notebook .jp-Cell .cm-content")
         page.keyboard.press("Shift+Enter")
         page.wait_for_selector(".widget-slider .noUi-handle")
-        page.wait_for_selector("[data-mime-type*='vega'] canvas, [data-mime-type*='vega'] svg")
+        page.wait_for_selector(".jp-RenderedVegaCommon5 canvas, .jp-RenderedVegaCommon5 svg")
         page.wait_for_timeout(1_000)
         page.evaluate(OBSERVER)
         handle = page.locator(".widget-slider .noUi-handle").first

@@ -95,10 +95,18 @@ NUMBER_LINE = Exploration(
 
 # --- loss scaling -----------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def gradients() -> np.ndarray:
-    """The chapter's seeded gradient sample (computed once)."""
-    return precision.gradient_sample(GRAD_N, GRAD_LOG10_MEAN, GRAD_LOG10_STD, seed=0)
+def gradients(n=GRAD_N) -> np.ndarray:
+    """The chapter's seeded gradient sample of ``n`` values (the chapter's has 20,000; each size computed once).
+
+    Every size draws from the same distribution with the same seed; a larger sample reaches
+    further into its tails, which is what the loss-scaling section checks.
+    """
+    return _gradients(_checks.count("n", n, MAX_SAMPLES))
+
+
+@lru_cache(maxsize=4)
+def _gradients(n: int) -> np.ndarray:
+    return precision.gradient_sample(n, GRAD_LOG10_MEAN, GRAD_LOG10_STD, seed=0)
 
 
 BIN_WIDTH = 0.5
@@ -158,23 +166,23 @@ LOSS_SCALING = Exploration(
 )
 
 
-def scale_sweep(fmt, log2_scales=np.arange(0, 33)) -> pd.DataFrame:
-    """Overflow and flush-to-zero fractions of the chapter's gradients against log2(loss scale)."""
+def scale_sweep(fmt, log2_scales=np.arange(0, 33), n=GRAD_N) -> pd.DataFrame:
+    """Overflow and flush-to-zero fractions of the chapter's gradients (:func:`gradients` of ``n`` values) against log2(loss scale)."""
     fmt = _checks.choice("fmt", fmt, precision.FORMATS)
     scales = _checks.in_range("log2_scales", log2_scales, -MAX_LOG2_SCALE, MAX_LOG2_SCALE)
     if scales.ndim != 1 or not scales.size:
         raise ValueError(f"log2_scales must be a non-empty 1-D sequence (got {log2_scales!r:.60})")
-    over, under = precision.overflow_underflow_fractions(gradients(), fmt, 2.0 ** np.asarray(log2_scales, float))
+    over, under = precision.overflow_underflow_fractions(gradients(n), fmt, 2.0 ** np.asarray(log2_scales, float))
     return pd.DataFrame({"log2_scale": log2_scales, "overflow": over, "flushed": under})
 
 
-def best_scale(fmt, log2_scales=np.arange(0, 41)) -> tuple[int, float]:
-    """The log2(loss scale) that flushes the fewest of the chapter's gradients to zero without any overflow, and that fraction.
+def best_scale(fmt, log2_scales=np.arange(0, 41), n=GRAD_N) -> tuple[int, float]:
+    """The log2(loss scale) that flushes the fewest of the chapter's gradients (``n`` of them) to zero without any overflow, and that fraction.
 
     An overflow is fatal (inf or NaN in the gradients skips the step), so only scales without one
     are usable; among those with the fewest flushed values, the smallest is returned.
     """
-    sweep = scale_sweep(fmt, log2_scales)
+    sweep = scale_sweep(fmt, log2_scales, n)
     safe = sweep[sweep["overflow"] == 0].reset_index(drop=True)
     if safe.empty:
         raise ValueError(f"every scale of log2_scales overflows some gradient in {fmt}: add smaller ones")
