@@ -402,6 +402,35 @@ def wave_shape(m, n, tile_m, tile_n, sms):
     return r, c
 
 
+#: Most output tiles :func:`wave_groups` lays out (a 256 x 256 grid of tiles).
+MAX_WAVE_GROUP_TILES = 65536
+
+
+def wave_groups(m, n, tile_m, tile_n, sms):
+    """The wave group of every output tile: an int array of shape (ceil(m / t_m), ceil(n / t_n)).
+
+    The model's wave is the near-square block of r x c tiles of :func:`wave_shape` (r c is at
+    least the tiles in flight, at most ``sms``, and exceeds it by less than a row or column of
+    the block). Tile (i, j) belongs to block (i // r, j // c); blocks are numbered row by row,
+    so group 0 is the first wave, in the top-left corner of C. The row strip of A behind tile
+    row i is read from DRAM once per group in that row, ceil(tiles_n / c) times, and the column
+    strip of B behind tile column j once per group in that column, ceil(tiles_m / r) times: the
+    per-wave counts of :func:`dram_traffic`. For one matrix at a time (scalars only); at most
+    :data:`MAX_WAVE_GROUP_TILES` tiles.
+    Explained in :doc:`/book/memory_hierarchy` (section "L2 reuse: how real kernels reach the ridge").
+    """
+    m, n = _checks.count("m", m), _checks.count("n", n)
+    tile_m, tile_n = _checks.count("tile_m", tile_m), _checks.count("tile_n", tile_n)
+    sms = _checks.count("sms", sms)
+    rows, cols = -(-m // tile_m), -(-n // tile_n)
+    if rows * cols > MAX_WAVE_GROUP_TILES:
+        raise ValueError(f"m and n must give at most {MAX_WAVE_GROUP_TILES} output tiles of tile_m x tile_n "
+                         f"(got {rows} x {cols} = {rows * cols})")
+    r, c = (int(v) for v in wave_shape(m, n, tile_m, tile_n, sms))
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    return (i // r) * (-(-cols // c)) + j // c
+
+
 @_checks.finite_result
 def wave_working_set(m, k, n, tile_m, tile_n, sms, dtype: str = "fp16", k_in_flight=256):
     """Bytes of A and B that one wave of output tiles needs in L2 at once to share its strips.
