@@ -145,7 +145,7 @@ def batch_corrected_speedup(throughput_new, throughput_old, batch_new, batch_old
 def matmul_flops(m, k, n):
     """FLOP of C[m,n] = A[m,k] @ B[k,n]: one multiply and one add per term, 2mkn.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     m, k, n = (_checks.positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
     return 2.0 * m * k * n
@@ -155,7 +155,7 @@ def matmul_flops(m, k, n):
 def matmul_min_traffic(m, k, n, dtype: str = "fp16"):
     """Least possible global-memory traffic in bytes: read A and B once, write C once.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     m, k, n = (_checks.positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
     return (m * k + k * n + m * n) * dtype_bytes(dtype)
@@ -165,7 +165,7 @@ def matmul_min_traffic(m, k, n, dtype: str = "fp16"):
 def arithmetic_intensity(m, k, n, dtype: str = "fp16"):
     """FLOP per byte of the matmul at minimum traffic: :func:`matmul_flops` / :func:`matmul_min_traffic`.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     return matmul_flops(m, k, n) / matmul_min_traffic(m, k, n, dtype)
 
@@ -175,7 +175,7 @@ def roofline(intensity, peak_flops, bandwidth):
     """Attainable FLOP/s at arithmetic ``intensity`` (FLOP/byte): min(peak_flops, bandwidth x intensity).
 
     ``peak_flops`` in FLOP/s, ``bandwidth`` in bytes/s.
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     intensity = _checks.positive("intensity", intensity)
     peak = _checks.positive("peak_flops", peak_flops)
@@ -187,7 +187,7 @@ def roofline(intensity, peak_flops, bandwidth):
 def ridge_point(peak_flops, bandwidth):
     """Arithmetic intensity (FLOP/byte) above which a kernel is compute-bound: peak_flops / bandwidth.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     return _checks.positive("peak_flops", peak_flops) / _checks.positive("bandwidth", bandwidth)
 
@@ -221,7 +221,7 @@ def sustained_bandwidth(in_flight_bytes, latency_seconds, bandwidth):
 def matmul_roofline_seconds(m, k, n, peak_flops, bandwidth, dtype: str = "fp16"):
     """Roofline time of a matmul: max(FLOP / peak, minimum bytes / bandwidth), in seconds.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     peak = _checks.positive("peak_flops", peak_flops)
     bw = _checks.positive("bandwidth", bandwidth)
@@ -502,7 +502,7 @@ def kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     compute = flops / peak_flops, memory = nbytes / bandwidth, overhead = ``overhead_seconds``,
     the host's cost of launching one kernel (framework dispatch and the driver); broadcast to
     one shape. :func:`kernel_seconds` takes their maximum, :func:`regime` names the largest.
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     flops = _checks.non_negative("flops", flops)
     nbytes = _checks.non_negative("nbytes", nbytes)
@@ -520,7 +520,7 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     Launches are asynchronous: the host prepares the next kernel while the GPU runs this one,
     so in steady state each kernel costs the larger of the host's time and the GPU's, and the
     largest of the three :func:`kernel_terms` sets the regime (:func:`regime`).
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
     return np.maximum.reduce(list(terms.values()))
@@ -530,7 +530,7 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
 def regime(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     """Which of :func:`kernel_terms` is largest, as an index into :data:`REGIMES` (0 compute, 1 memory, 2 overhead).
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
     return np.argmax(np.stack(list(terms.values())), axis=0)
