@@ -26,7 +26,7 @@ measured maximum, kept apart because the two are not comparable.
 Boards that measured rows name but the table does not hold (an "A100 PCIe", a "GH200") are
 listed once in ``data/hardware_aliases.csv`` with their die, the row (if any) whose peak or
 bandwidth stands in for theirs, and the reason: :func:`aliases`.
-Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
+Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
 """
 from __future__ import annotations
 

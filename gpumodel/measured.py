@@ -138,7 +138,7 @@ def latency_seconds(architecture: str, quantity: str) -> float:
 
     The clock is the one the measurement ran at (``clock_mhz`` in latencies.csv, with its
     source); rows without a known clock raise ValueError.
-    Explained in :doc:`/book/memory_hierarchy` (section "The memory hierarchy").
+    Explained in :doc:`/book/memory_hierarchy` (section "Latency of each level").
     """
     row = _preferred_row(architecture, quantity)
     if row["clock_mhz"] is None:

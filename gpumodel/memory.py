@@ -145,7 +145,7 @@ def batch_corrected_speedup(throughput_new, throughput_old, batch_new, batch_old
 def matmul_flops(m, k, n):
     """FLOP of C[m,n] = A[m,k] @ B[k,n]: one multiply and one add per term, 2mkn.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     m, k, n = (_checks.positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
     return 2.0 * m * k * n
@@ -155,7 +155,7 @@ def matmul_flops(m, k, n):
 def matmul_min_traffic(m, k, n, dtype: str = "fp16"):
     """Least possible global-memory traffic in bytes: read A and B once, write C once.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     m, k, n = (_checks.positive_int(name, v) for name, v in (("m", m), ("k", k), ("n", n)))
     return (m * k + k * n + m * n) * dtype_bytes(dtype)
@@ -165,7 +165,7 @@ def matmul_min_traffic(m, k, n, dtype: str = "fp16"):
 def arithmetic_intensity(m, k, n, dtype: str = "fp16"):
     """FLOP per byte of the matmul at minimum traffic: :func:`matmul_flops` / :func:`matmul_min_traffic`.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     return matmul_flops(m, k, n) / matmul_min_traffic(m, k, n, dtype)
 
@@ -175,7 +175,7 @@ def roofline(intensity, peak_flops, bandwidth):
     """Attainable FLOP/s at arithmetic ``intensity`` (FLOP/byte): min(peak_flops, bandwidth x intensity).
 
     ``peak_flops`` in FLOP/s, ``bandwidth`` in bytes/s.
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     intensity = _checks.positive("intensity", intensity)
     peak = _checks.positive("peak_flops", peak_flops)
@@ -187,7 +187,7 @@ def roofline(intensity, peak_flops, bandwidth):
 def ridge_point(peak_flops, bandwidth):
     """Arithmetic intensity (FLOP/byte) above which a kernel is compute-bound: peak_flops / bandwidth.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     return _checks.positive("peak_flops", peak_flops) / _checks.positive("bandwidth", bandwidth)
 
@@ -221,7 +221,7 @@ def sustained_bandwidth(in_flight_bytes, latency_seconds, bandwidth):
 def matmul_roofline_seconds(m, k, n, peak_flops, bandwidth, dtype: str = "fp16"):
     """Roofline time of a matmul: max(FLOP / peak, minimum bytes / bandwidth), in seconds.
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: the roofline").
+    Explained in :doc:`/book/memory_hierarchy` (section "Today's model: a roofline for each level").
     """
     peak = _checks.positive("peak_flops", peak_flops)
     bw = _checks.positive("bandwidth", bandwidth)
@@ -402,6 +402,35 @@ def wave_shape(m, n, tile_m, tile_n, sms):
     return r, c
 
 
+#: Most output tiles :func:`wave_groups` lays out (a 256 x 256 grid of tiles).
+MAX_WAVE_GROUP_TILES = 65536
+
+
+def wave_groups(m, n, tile_m, tile_n, sms):
+    """The wave group of every output tile: an int array of shape (ceil(m / t_m), ceil(n / t_n)).
+
+    The model's wave is the near-square block of r x c tiles of :func:`wave_shape` (r c is at
+    least the tiles in flight, at most ``sms``, and exceeds it by less than a row or column of
+    the block). Tile (i, j) belongs to block (i // r, j // c); blocks are numbered row by row,
+    so group 0 is the first wave, in the top-left corner of C. The row strip of A behind tile
+    row i is read from DRAM once per group in that row, ceil(tiles_n / c) times, and the column
+    strip of B behind tile column j once per group in that column, ceil(tiles_m / r) times: the
+    per-wave counts of :func:`dram_traffic`. For one matrix at a time (scalars only); at most
+    :data:`MAX_WAVE_GROUP_TILES` tiles.
+    Explained in :doc:`/book/memory_hierarchy` (section "L2 reuse: how real kernels reach the ridge").
+    """
+    m, n = _checks.count("m", m), _checks.count("n", n)
+    tile_m, tile_n = _checks.count("tile_m", tile_m), _checks.count("tile_n", tile_n)
+    sms = _checks.count("sms", sms)
+    rows, cols = -(-m // tile_m), -(-n // tile_n)
+    if rows * cols > MAX_WAVE_GROUP_TILES:
+        raise ValueError(f"m and n must give at most {MAX_WAVE_GROUP_TILES} output tiles of tile_m x tile_n "
+                         f"(got {rows} x {cols} = {rows * cols})")
+    r, c = (int(v) for v in wave_shape(m, n, tile_m, tile_n, sms))
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    return (i // r) * (-(-cols // c)) + j // c
+
+
 @_checks.finite_result
 def wave_working_set(m, k, n, tile_m, tile_n, sms, dtype: str = "fp16", k_in_flight=256):
     """Bytes of A and B that one wave of output tiles needs in L2 at once to share its strips.
@@ -473,7 +502,7 @@ def kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     compute = flops / peak_flops, memory = nbytes / bandwidth, overhead = ``overhead_seconds``,
     the host's cost of launching one kernel (framework dispatch and the driver); broadcast to
     one shape. :func:`kernel_seconds` takes their maximum, :func:`regime` names the largest.
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     flops = _checks.non_negative("flops", flops)
     nbytes = _checks.non_negative("nbytes", nbytes)
@@ -491,7 +520,7 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     Launches are asynchronous: the host prepares the next kernel while the GPU runs this one,
     so in steady state each kernel costs the larger of the host's time and the GPU's, and the
     largest of the three :func:`kernel_terms` sets the regime (:func:`regime`).
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
     return np.maximum.reduce(list(terms.values()))
@@ -501,7 +530,7 @@ def kernel_seconds(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
 def regime(flops, nbytes, peak_flops, bandwidth, overhead_seconds=0.0):
     """Which of :func:`kernel_terms` is largest, as an index into :data:`REGIMES` (0 compute, 1 memory, 2 overhead).
 
-    Explained in :doc:`/book/memory_hierarchy` (section "Three regimes: compute, memory, overhead").
+    Explained in :doc:`/book/memory_hierarchy` (section "The third regime: launch overhead").
     """
     terms = kernel_terms(flops, nbytes, peak_flops, bandwidth, overhead_seconds)
     return np.argmax(np.stack(list(terms.values())), axis=0)

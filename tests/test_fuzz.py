@@ -126,6 +126,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "memory.matmul_intensity": dict(m=256, k=1024, n=1024, tile=128, dtype="fp16", count="output_stationary"),
     "memory.output_tile_intensity": dict(tile_m=128, tile_n=256, dtype="fp16"),
     "memory.wave_shape": dict(m=4096, n=4096, tile_m=128, tile_n=128, sms=108),
+    "memory.wave_groups": dict(m=4096, n=4096, tile_m=128, tile_n=128, sms=132),
     "memory.wave_working_set": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108),
     "memory.l2_reuse": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108, l2_bytes=40 * 2.0**20),
     "memory.dram_traffic": dict(m=4096, k=4096, n=4096, tile_m=128, tile_n=128, sms=108, l2_bytes=40 * 2.0**20),

@@ -297,3 +297,80 @@ def test_attention_broadcasts():
 def test_attention_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_wave_groups_h100_4096():
+    groups = memory.wave_groups(4096, 4096, 128, 128, 132)
+    assert groups.shape == (32, 32)
+    assert (groups == 0).sum() == 132  # a 12 x 11 block, one tile per SM
+    assert groups[:12, :11].max() == 0 and groups[12, 0] == 3 and groups[0, 11] == 1
+    assert groups.max() + 1 == 9  # 3 x 3 blocks, the edge ones partial
+    assert memory.wave_groups(256, 1024, 128, 128, 80).tolist() == [[0] * 8, [0] * 8]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 4096), st.sampled_from([32, 64, 128, 256]),
+       st.sampled_from([64, 128, 256]), st.integers(1, 200))
+def test_wave_groups_match_the_per_wave_traffic(m, n, tile_m, tile_n, sms):
+    groups = memory.wave_groups(m, n, tile_m, tile_n, sms)
+    rows, cols = groups.shape
+    r, c = memory.wave_shape(m, n, tile_m, tile_n, sms)
+    assert (rows, cols) == (-(-m // tile_m), -(-n // tile_n))
+    assert all(np.sum(groups == g) <= r * c for g in np.unique(groups))
+    assert np.sum(groups == 0) == min(r * c, rows * cols)
+    # each strip of A is read once per group in its row of tiles, as dram_traffic counts per wave
+    reads_a = {len(set(row)) for row in groups.tolist()}
+    reads_b = {len(set(col)) for col in groups.T.tolist()}
+    assert reads_a == {int(np.ceil(cols / c))} and reads_b == {int(np.ceil(rows / r))}
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: memory.wave_groups(0, 4096, 128, 128, 132), "m"),
+    (lambda: memory.wave_groups(4096, 4096.5, 128, 128, 132), "n"),
+    (lambda: memory.wave_groups(4096, 4096, [128, 64], 128, 132), "tile_m"),
+    (lambda: memory.wave_groups(4096, 4096, 128, -1, 132), "tile_n"),
+    (lambda: memory.wave_groups(4096, 4096, 128, 128, float("nan")), "sms"),
+    (lambda: memory.wave_groups(10**6, 10**6, 128, 128, 132), "m and n"),
+])
+def test_wave_groups_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_wave_diagram_h100_4096():
+    from gpumodel.explorations import memory_hierarchy as mh
+
+    frame = mh.wave_reuse_frame(4096, 4096, 4096, 128, "H100 SXM5")
+    parts = list(mh.WAVE_PARTS)
+    wave = frame[frame["part"] == parts[0]].iloc[0]
+    assert (wave["x2"], wave["y2"]) == (11 * 128, 12 * 128)  # the 12 x 11 block of 132 tiles
+    strips = frame[frame["part"] == parts[2]]["what"]
+    assert strips.str.startswith("A").sum() == 12 and strips.str.startswith("B").sum() == 11
+    spec = mh.wave_reuse_chart().to_dict()
+    assert "12 x 11 block" in spec["description"] and "132 SMs" in spec["description"]
+    assert len(str(spec["datasets"])) < 150_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8192), st.integers(1, 8192), st.sampled_from([64, 128, 256]),
+       st.sampled_from(["V100 SXM2 16GB", "A100 SXM4 40GB", "H100 SXM5", "RTX 4090"]))
+def test_wave_diagram_shares_what_the_model_shares(m, n, tile, gpu):
+    from gpumodel.explorations import memory_hierarchy as mh
+
+    frame = mh.wave_reuse_frame(m, n, 1024, tile, gpu)
+    r, c = memory.wave_shape(m, n, tile, tile, hardware.get(gpu).sm_count)
+    read = frame[frame["part"] == list(mh.WAVE_PARTS)[2]]["what"]
+    assert read.str.startswith("A").sum() == r and read.str.startswith("B").sum() == c
+    wave = frame[frame["part"] == list(mh.WAVE_PARTS)[0]].iloc[0]
+    assert wave["x2"] == min(c * tile, n) and wave["y2"] == min(r * tile, m)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(tile=0), "tile"), (dict(k=2.5), "k"), (dict(m=-4), "m"), (dict(n=[4096]), "n"),
+    (dict(gpu="TPU v2"), "gpu"), (dict(gpu="no such GPU"), "gpu"), (dict(m=10**7, n=10**7), "m and n"),
+])
+def test_wave_diagram_bad_input_names_the_parameter(kwargs, name):
+    from gpumodel.explorations import memory_hierarchy as mh
+
+    with pytest.raises(ValueError, match=name):
+        mh.wave_reuse_chart(**kwargs)

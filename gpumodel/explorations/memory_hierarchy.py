@@ -214,6 +214,101 @@ L2_FIT = Exploration(
 )
 
 
+#: Colours of the wave diagram: the first wave's tiles, the strips it reads, everything else.
+WAVE_PARTS = {"tiles of the first wave (C)": charts.BLUE,
+              "tiles of later waves (C)": "#d9d9d9",
+              "strip the first wave reads once (A, B)": charts.ORANGE,
+              "strip of later waves only (A, B)": "#bbbbbb"}
+
+
+def wave_reuse_frame(m=4096, n=4096, k=4096, tile=128, gpu="H100 SXM5") -> pd.DataFrame:
+    """Rectangles of the wave diagram: C and its first wave's block, A's row strips, B's column strips.
+
+    C (m x n) is cut into tile x tile output tiles, grouped by :func:`gpumodel.memory.wave_groups`
+    for the SMs of ``gpu``; the first wave is the block of group 0. A (m x k) sits left of C, cut
+    into one row strip per row of tiles, and B (k x n) above it, one column strip per column of
+    tiles; a strip is the first wave's when a tile of group 0 needs it. Coordinates in elements,
+    y downwards. Explained in :doc:`/book/memory_hierarchy`
+    (section "L2 reuse: how real kernels reach the ridge").
+    """
+    m, n, k, tile = (_count(name, v) for name, v in (("m", m), ("n", n), ("k", k), ("tile", tile)))
+    acc = _gpu(gpu)
+    groups = memory.wave_groups(m, n, tile, tile, acc.sm_count)
+    m, n, tile = float(m), float(n), float(tile)
+    gap = 0.06 * max(m, n, k)
+    first = groups == 0
+    parts = list(WAVE_PARTS)
+    rows = [{"x": 0.0, "x2": n, "y": 0.0, "y2": m, "part": parts[1], "what": "C"},
+            {"x": 0.0, "x2": min(first.any(axis=0).sum() * tile, n), "y": 0.0,
+             "y2": min(first.any(axis=1).sum() * tile, m), "part": parts[0], "what": "C, first wave"}]
+    for i in range(groups.shape[0]):
+        rows.append({"x": -gap - k, "x2": -gap, "y": i * tile, "y2": min((i + 1) * tile, m),
+                     "part": parts[2 if first[i].any() else 3], "what": f"A, row strip {i + 1}"})
+    for j in range(groups.shape[1]):
+        rows.append({"x": j * tile, "x2": min((j + 1) * tile, n), "y": -gap - k, "y2": -gap,
+                     "part": parts[2 if first[:, j].any() else 3], "what": f"B, column strip {j + 1}"})
+    return pd.DataFrame(rows)
+
+
+def _count(name, value):
+    from .._checks import count
+
+    return count(name, value)
+
+
+def _gpu(name) -> hardware.Accelerator:
+    """The accelerator ``name`` of the wave diagram, with errors that name the parameter ``gpu``."""
+    try:
+        acc = hardware.get(name)
+    except ValueError as err:
+        raise ValueError(f"gpu: {err}") from None
+    if not acc.sm_count:
+        raise ValueError(f"gpu must have SMs to run waves of tiles (got {name!r})")
+    return acc
+
+
+def wave_reuse_chart(m=4096, n=4096, k=4096, tile=128, gpu="H100 SXM5"):
+    """Diagram of per-wave L2 reuse: the first wave's tiles of C and the strips of A and B it shares.
+
+    Drawn from :func:`wave_reuse_frame`, so it follows the model's wave (:func:`gpumodel.memory.wave_shape`);
+    white lines cut C into its output tiles.
+    Explained in :doc:`/book/memory_hierarchy` (section "L2 reuse: how real kernels reach the ridge").
+    """
+    frame = wave_reuse_frame(m, n, k, tile, gpu)
+    acc = _gpu(gpu)
+    r, c = (int(v) for v in memory.wave_shape(m, n, tile, tile, acc.sm_count))
+    rows = int(frame["what"].str.startswith("A").sum())
+    cols = int(frame["what"].str.startswith("B").sum())
+    m, n, k, tile = float(m), float(n), float(k), float(tile)
+    gap = 0.06 * max(m, n, k)
+    span_x, span_y = n + gap + k, m + gap + k
+    size = 400 / max(span_x, span_y)
+    x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-gap - k, n], nice=False, zero=False))
+    y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-gap - k, m], nice=False, zero=False, reverse=True))
+    rects = alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=x, x2="x2:Q", y=y, y2="y2:Q",
+        color=alt.Color("part:N", title=None, sort=list(WAVE_PARTS),
+                        scale=alt.Scale(domain=list(WAVE_PARTS), range=list(WAVE_PARTS.values())),
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)),
+        tooltip=["what:N", "part:N"])
+    cuts = pd.DataFrame([{"x": j * tile, "x2": j * tile, "y": 0.0, "y2": m} for j in range(1, cols)]
+                        + [{"x": 0.0, "x2": n, "y": i * tile, "y2": i * tile} for i in range(1, rows)])
+    lines = alt.Chart(cuts).mark_rule(color="#ffffff", strokeWidth=0.5).encode(x=x, x2="x2:Q", y=y, y2="y2:Q")
+    labels = pd.DataFrame({"x": [-gap - k / 2, n / 2, n / 2], "y": [m / 2, -gap - k / 2, m / 2],
+                           "label": [f"A ({m:g} x {k:g})", f"B ({k:g} x {n:g})", f"C ({m:g} x {n:g})"]})
+    text = alt.Chart(labels).mark_text(fontSize=13, fontWeight="bold", color=charts.BLACK).encode(
+        x=x, y=y, text="label:N")
+    description = (
+        f"Diagram of C = AB on the {gpu} ({acc.sm_count} SMs): C ({m:g} x {n:g}, lower right) is cut into "
+        f"{rows} x {cols} output tiles of {tile:g} x {tile:g}; the {r} x {c} block of tiles in its top-left "
+        f"corner, one wave (one tile per SM), is blue, the tiles of later waves light grey. A ({m:g} x {k:g}, "
+        f"left) is cut into {rows} row strips and B ({k:g} x {n:g}, top) into {cols} column strips; the {r} "
+        f"strips of A and {c} of B that the wave needs are orange: each is read from DRAM once and shared "
+        f"through L2 by the {c} (A) or {r} (B) tiles of the wave that use it.")
+    return (rects + lines + text).properties(width=round(span_x * size), height=round(span_y * size),
+                                             description=description)
+
+
 #: Accelerators of the regime exploration.
 REGIME_ACCELERATORS = ("V100 SXM2 16GB", "A100 SXM4 40GB", "RTX 4090", "H100 SXM5", "B200")
 
