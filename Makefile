@@ -88,10 +88,12 @@ dist: $(STAMP)
 	rm -rf dist build
 	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
 
-## bench: callback latency, sweep speed and import time into _build/bench.json
-bench: $(STAMP)
+## bench: callback latency, sweep speed and import time into _build/bench.json; then the live
+## panels' redraw in a real JupyterLab (headless Chromium), one per chapter, into _build/lab_redraw.json
+bench: $(STAMP) browser-deps
 	mkdir -p _build
 	$(BIN)/python -m gpumodel.bench _build/bench.json
+	$(BIN)/python tools/lab_redraw.py _build/lab_redraw.json
 
 clean:
 	rm -rf _build dist build

@@ -1,5 +1,6 @@
 """The interactive pattern: one description gives a live panel and a static chart with bound sliders."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,3 +266,33 @@ def test_jupyter_compiler_is_vega_lite_5():
 
     assert charts.jupyter_vl_version().startswith("5.")
     assert charts.JUPYTER_VEGA_MAJOR == 5
+
+
+def _lab_redraw():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "lab_redraw.py"
+    spec = importlib.util.spec_from_file_location("lab_redraw", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lab_redraw_measures_one_slider_panel_per_chapter():
+    """``make bench`` times a live panel per chapter in JupyterLab; each must have a slider."""
+    import nbformat
+
+    from gpumodel import explorations
+    from gpumodel.explore import Slider
+
+    lab = _lab_redraw()
+    panels = lab._panels()
+    chapters = {"how_a_gpu_runs", "memory_hierarchy", "tensor_cores", "low_precision",
+                "sparsity", "parallelism", "choosing_a_gpu", "brain"}
+    assert set(panels) == chapters
+    for module, name in panels.items():
+        exploration = getattr(getattr(explorations, module), name)
+        assert any(isinstance(p, Slider) for p in exploration.params)
+        nb = nbformat.from_dict(lab._notebook(module, name))
+        nbformat.validate(nb)
+        assert f"panel(m.{name})" in nb.cells[0].source

@@ -124,16 +124,25 @@ def _stop(process, log) -> None:
 
 
 def _measure(context, url: str, notebook: str, presses: int) -> list[float]:
+    from playwright.sync_api import Error
+
     page = context.new_page()
     page.set_default_timeout(90_000)
     try:
         page.goto(f"{url}/lab/tree/{notebook}?reset", wait_until="domcontentloaded")
         page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-        page.click(".jp-Notebook .jp-Cell .cm-content")
-        page.keyboard.press("Shift+Enter")
-        page.wait_for_selector(".widget-slider .noUi-handle")
-        page.wait_for_selector(".jp-RenderedVegaCommon5 canvas, .jp-RenderedVegaCommon5 svg")
+        for attempt in range(4):  # the first run can reach a kernel that is not ready yet
+            page.click(".jp-Notebook .jp-Cell .cm-content")
+            page.keyboard.press("Shift+Enter")
+            try:
+                page.wait_for_selector(".jp-RenderedVegaCommon5 .vega-embed",
+                                       state="attached", timeout=30_000)
+                break
+            except Error:
+                if attempt == 3:
+                    raise
+        page.wait_for_selector(".widget-slider .noUi-handle", state="attached")
         page.wait_for_timeout(1_000)
         page.evaluate(OBSERVER)
         handle = page.locator(".widget-slider .noUi-handle").first
