@@ -284,8 +284,13 @@ def cnn_train_kernels(batch, image=224, channels_last=False) -> dict:
 DECODE_SMALL_KERNELS = 14
 
 
+#: Tokens of context a decoding step attends to unless another is given (the step model's
+#: default for Llama 3 8B decoding).
+DECODE_CONTEXT = 2048
+
+
 @_checks.finite_result
-def decode_kernels(batch=1, context=2048, weight_bits=16.0, layers=32, d_model=4096,
+def decode_kernels(batch=1, context=DECODE_CONTEXT, weight_bits=16.0, layers=32, d_model=4096,
                    d_ff=14336, heads=32, kv_heads=8, vocab=128256, kv_bits=16.0) -> dict:
     """One decoding step (one new token for each of ``batch`` sequences) as kernels.
 

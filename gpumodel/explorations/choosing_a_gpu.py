@@ -145,10 +145,12 @@ RANKING = Exploration(
 def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFrame:
     """The ranking as a table: relative throughput with its 80% range (10th to 90th percentile
     of the left-out error, :func:`gpumodel.throughput.band`), the batch each card holds,
-    usable memory, price and value per $1,000."""
+    usable memory, price and value per $1,000. TPUs are left out of decoding: its model uses
+    llama.cpp's fitted constants, and llama.cpp does not run on TPUs."""
     if top is not None:
         top = _checks.count("top", top)
-    rows = throughput.rank(workload, accelerators=_gpus(True), prices=prices)
+    rows = throughput.rank(workload, accelerators=_gpus(workload != "llm-decode"),
+                           prices=prices)
     frame = pd.DataFrame([{
         "accelerator": r["accelerator"], "batch": r["batch"] or "does not fit",
         "relative": f"{r['relative_throughput']:.2f}" if r["batch"] else "-",
