@@ -123,15 +123,26 @@ def _stop(process, log) -> None:
     log.close()
 
 
-def _measure(context, url: str, notebook: str, presses: int) -> list[float]:
+def _measure(context, url: str, notebook: str, presses: int, messages=None,
+             interface: str = "lab") -> list[float]:
+    """Redraw times (ms) of ``presses`` slider steps in ``notebook``'s live panel; console
+    messages go to ``messages`` (a list) when given. ``interface`` "lab" or "notebook" (7)."""
     from playwright.sync_api import Error
 
     page = context.new_page()
     page.set_default_timeout(90_000)
+    if messages is not None:
+        page.on("console", lambda m: messages.append((m.type, m.text)))
+        page.on("pageerror", lambda e: messages.append(("pageerror", e.message)))
+    path = f"lab/tree/{notebook}?reset" if interface == "lab" else f"notebooks/{notebook}"
     try:
-        page.goto(f"{url}/lab/tree/{notebook}?reset", wait_until="domcontentloaded")
+        page.goto(f"{url}/{path}", wait_until="domcontentloaded")
         page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content")
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        try:
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                   timeout=30_000)
+        except Error:
+            page.wait_for_timeout(3_000)
         for attempt in range(4):  # the first run can reach a kernel that is not ready yet
             page.click(".jp-Notebook .jp-Cell .cm-content")
             page.keyboard.press("Shift+Enter")
