@@ -202,7 +202,7 @@ def representable_values(name: str) -> np.ndarray:
 
     fp8 and fp4 are enumerated from all their bit patterns through ``ml_dtypes``; nan and inf
     patterns are dropped. fp8_e4m3 has 253 finite values, fp8_e5m2 247, fp4_e2m1 15, int8 256,
-    int4 16, nf4 16. Explained in :doc:`/book/low_precision` (section "Every value of an 8-bit float").
+    int4 16, nf4 16. Explained in :doc:`/book/low_precision` (section "Every value of an 8- or 4-bit float").
     """
     name = _checks.choice("format name", name, SMALL_FORMATS)
     if name in ("int8", "int4"):
