@@ -1,6 +1,8 @@
 """Explorations and figures of the chapter :doc:`/book/how_a_gpu_runs`."""
 from __future__ import annotations
 
+import inspect
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -64,6 +66,8 @@ def achieved_chart(base):
 #: Batch of each workload in the chapter's regime split (sequences, images, sequences).
 BATCHES = {"transformer-train": 32, "cnn-train": 256, "llm-decode": 1}
 SPLIT_CARDS = ("H100 SXM5", "RTX 4090")
+#: Context (tokens) of the decoding list: the default of :func:`throughput.decode_kernels`.
+DECODE_CONTEXT = inspect.signature(throughput.decode_kernels).parameters["context"].default
 
 
 def regime_split(cards=SPLIT_CARDS, batches=None) -> pd.DataFrame:
