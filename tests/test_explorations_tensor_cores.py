@@ -52,6 +52,16 @@ def test_tables():
     assert peaks["derived / published"].between(0.98, 1.02).all()
 
 
+def test_peak_table_says_which_rates_were_back_solved():
+    """Back-solved rates match their datasheet by construction; only "whitepaper" rows are checks."""
+    basis = tce.peak_table()["rate from"]
+    assert set(basis) <= {"whitepaper", "not re-read", "back-solved"}
+    assert basis["RTX 5090"] == basis["MI300X"] == "back-solved"
+    assert basis["RTX 4090"] == "not re-read"
+    for name in ("V100 SXM2 16GB", "A100 SXM4 40GB", "RTX 3090", "H100 SXM5"):
+        assert basis[name] == "whitepaper"
+
+
 @pytest.mark.parametrize("k_tiles", [1e300, 10**103, 2**26, 1001, 0, -1, 2.5, float("nan"), None,
                                      "4", True])
 def test_timeline_refuses_a_tile_count_it_cannot_draw_naming_it(k_tiles):
