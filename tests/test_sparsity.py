@@ -403,3 +403,8 @@ def test_sparsity_chapter_helpers_give_the_numbers_the_prose_uses():
     tokens, lowest = sx.hopper_fp8_gemm_lowest()
     assert 256 < tokens < 512 and 1.4 < lowest < 1.5
     assert lowest == pytest.approx(sx.hopper_fp8_gemm(tokens)["speedup"])
+
+
+def test_sam_vith_miou_reads_the_measurement_row():
+    from gpumodel.explorations import sparsity as sx
+    assert sx.sam_vith_miou() == {"dense": 0.5811, "MLP linears 2:4": 0.5672}

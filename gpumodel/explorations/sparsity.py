@@ -23,11 +23,15 @@ TOKENS = 2.0 ** np.arange(0, 17)
 # --- what the hardware does ---------------------------------------------------------------------
 
 def pattern_frame() -> pd.DataFrame:
-    """Per element type: bits, sparse pattern, metadata per group and the compressed size."""
+    """Per element type: bits, sparse pattern, metadata per group and the compressed size.
+
+    FP4's row is its pattern in PTX's MX instruction kind (kind::mxf4); FP4 issued through the
+    kind it shares with FP8 and FP6 (kind::f8f6f4) uses 2:4, as FP8 does."""
     rows = []
     for dtype, bits in sparsity.ELEMENT_BITS.items():
         pat = sparsity.pattern_for(dtype)
-        rows.append({"element": dtype, "bits": bits, "pattern": pat.name,
+        label = "fp4 (MX kind)" if dtype == "fp4" else dtype
+        rows.append({"element": label, "bits": bits, "pattern": pat.name,
                      "group (elements)": pat.span,
                      "kept values": pat.kept * pat.unit,
                      "metadata bits": pat.metadata_bits,
@@ -432,6 +436,14 @@ def decode_roof_frame() -> pd.DataFrame:
 #: size 128: dense Marlin keeps "close-to-ideal 4x" over FP16 up to batch 16, Sparse-Marlin
 #: "near-optimal speedups of around 5.3x". Kernel speed-ups over an FP16 GEMM, read from its prose.
 SPARSE_MARLIN_RTX3090 = {"marlin": 4.0, "sparse_marlin": 5.3}
+
+
+def sam_vith_miou() -> dict:
+    """SAM ViT-h's segmentation accuracy (mIoU) dense and with its MLP linears 2:4, as the detail
+    of the measurement row ``sparse.sam_vith.a100_80.sparse_mlp`` records it ("mIoU a -> b")."""
+    detail = measured.measurements("sparse.sam_vith.a100_80.sparse_mlp")[0]["detail"]
+    dense, sparse = detail.split("mIoU ")[1].split(" -> ")
+    return {"dense": float(dense), "MLP linears 2:4": float(sparse.split(";")[0])}
 
 
 # --- today's case ------------------------------------------------------------------------------
