@@ -365,8 +365,18 @@ def test_llama3_case():
     assert case["dp_gb"] * 1e9 == pytest.approx(405e9 / 128 * 63 / 64 * (4 + 2))
     assert case["bubble"] == pytest.approx(15 / 32)
     # an idle slot lasts a whole micro-batch, its tensor-parallel all-reduces included
-    step = (case["compute_s"] + case["tp_s"]) * (1 + 15 / 32)
+    # the FP32 reduce-scatter hides only behind the last micro-batch's backward, the BF16
+    # all-gather only behind the first one's forward
+    micro = case["compute_s"] / 32
+    assert case["micro_s"] == pytest.approx(micro)
+    assert case["rs_s"] + case["ag_s"] == pytest.approx(case["dp_s"])
+    assert case["rs_s"] == pytest.approx(2 * case["ag_s"])
+    exposed = case["rs_s"] - 2 / 3 * micro + case["ag_s"] - micro / 3
+    assert exposed > 0 and case["dp_exposed_s"] == pytest.approx(exposed)
+    step = (case["compute_s"] + case["tp_s"]) * (1 + 15 / 32) + exposed
     assert case["mfu_bound"] == pytest.approx(case["compute_s"] / step)
+    assert case["weights_gib"] + case["grad_buffer_gib"] + case["adam_gib"] == pytest.approx(
+        case["state_gib"])
     assert 0 < case["mfu_bound"] < 1
     assert case["interleave_factor"] == pytest.approx(1 + 15 / 32)
     bf16 = px.llama3_case(px.LLAMA3_TABLE4[0], grad_bytes=2.0)
