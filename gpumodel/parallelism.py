@@ -147,7 +147,9 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
     NCCL's tuner picks (:func:`tree_all_reduce_seconds`). With ``buckets`` = k > 1 the array
     goes as k equal buckets, each paying its own latencies, and the node's and the network's
     work overlap as in a pipeline: k x max(a, b) + min(a, b), with a and b one bucket's node
-    and network times (k = 1: a + b).
+    and network times (k = 1: a + b). That is an estimate, not a bound either way: NCCL runs
+    successive calls one after another and overlaps the two kinds of work only within a call,
+    chunk by chunk, so each call pays its own pipeline fill, which the formula charges once.
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     g = _checks.positive_int("gpus_per_node", gpus_per_node)

@@ -213,8 +213,9 @@ def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
 
     ``nvlink_us``: the reduce-scatter and all-gather inside the node, which share the NVLink
     links; ``network_us``: the faster of a ring and a tree across the nodes on each GPU's 1/g
-    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The busier of the two
-    sets the pace of the pipeline over the buckets.
+    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The model charges the
+    buckets as one pipeline paced by the busier of the two (NCCL itself runs the buckets' calls
+    one after another and overlaps the two only within a call).
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     _data_parallel_inputs(params_b, latency_us, grad_bytes)
