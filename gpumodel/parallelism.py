@@ -138,7 +138,7 @@ def half_bandwidth_size(ranks, bandwidth, latency, op: str = "all_reduce"):
 
 @_checks.finite_result
 def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth, network_bandwidth,
-                                    node_latency=0.0, network_latency=0.0, buckets=1):
+                                    node_latency=0.0, network_latency=0.0, buckets=1, call_fill=0.0):
     """All-reduce over nodes x gpus_per_node GPUs in three phases, in seconds.
 
     Reduce-scatter inside each node (``node_bandwidth``, e.g. NVLink), an all-reduce of each
@@ -147,7 +147,11 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
     NCCL's tuner picks (:func:`tree_all_reduce_seconds`). With ``buckets`` = k > 1 the array
     goes as k equal buckets, each paying its own latencies, and the node's and the network's
     work overlap as in a pipeline: k x max(a, b) + min(a, b), with a and b one bucket's node
-    and network times (k = 1: a + b).
+    and network times (k = 1: a + b). That is an estimate, not a bound either way: NCCL runs
+    successive calls one after another and overlaps the two kinds of work only within a call,
+    chunk by chunk, so each call pays its own pipeline fill, which the formula charges once.
+    ``call_fill`` = f in [0, 1] charges each of the other k - 1 calls f x min(a, b) of fill too:
+    k x max(a, b) + (1 + (k - 1) f) x min(a, b); f = 1 is k (a + b), no overlap at all.
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     g = _checks.positive_int("gpus_per_node", gpus_per_node)
@@ -158,12 +162,13 @@ def hierarchical_all_reduce_seconds(nbytes, gpus_per_node, nodes, node_bandwidth
     node_alpha = _checks.non_negative("node_latency", node_latency)
     net_alpha = _checks.non_negative("network_latency", network_latency)
     k = _checks.positive_int("buckets", buckets)
+    fill = _checks.in_range("call_fill", _checks.scalar("call_fill", call_fill), 0, 1)
     piece = s / k
     inside = (_ring("reduce_scatter", piece, g, node_bw, node_alpha)
               + _ring("all_gather", piece, g, node_bw, node_alpha))
     across = np.minimum(_ring("all_reduce", piece / g, nodes, net_bw, net_alpha),
                         _tree(piece / g, nodes, net_bw, net_alpha))
-    return k * np.maximum(inside, across) + np.minimum(inside, across)
+    return k * np.maximum(inside, across) + (1 + (k - 1) * fill) * np.minimum(inside, across)
 
 
 def _tree(s, n, bw, alpha):

@@ -291,7 +291,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "parallelism.half_bandwidth_size": dict(ranks=8, bandwidth=450e9, latency=5e-6, op="all_gather"),
     "parallelism.hierarchical_all_reduce_seconds": dict(nbytes=2e9, gpus_per_node=8, nodes=4, node_bandwidth=450e9,
                                                         network_bandwidth=50e9, node_latency=5e-6,
-                                                        network_latency=10e-6, buckets=64),
+                                                        network_latency=10e-6, buckets=64, call_fill=0.5),
     "parallelism.tree_all_reduce_seconds": dict(nbytes=1e9, ranks=64, bandwidth=50e9, latency=5e-6),
     "parallelism.links": dict(),
     "parallelism.link": dict(link="NVLink 4 (H100)"),

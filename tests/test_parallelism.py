@@ -305,6 +305,34 @@ def test_pipelining_never_loses_to_the_phases_in_a_row_without_latency(s, k, alp
     assert slower >= piped * (1 - 1e-12)
 
 
+def test_call_fill_charges_each_bucket_part_of_its_lesser_phase():
+    k, args = 64, (14e9, 8, 8, 450e9, 50e9, 5e-6, 5e-6)
+    piped = par.hierarchical_all_reduce_seconds(*args, buckets=k)
+    one = par.hierarchical_all_reduce_seconds(14e9 / k, *args[1:])
+    # f = 1: every call runs its phases one after another
+    assert par.hierarchical_all_reduce_seconds(*args, buckets=k, call_fill=1.0) == pytest.approx(k * one)
+    # f = 0 is the default; f in between adds (k - 1) f x the lesser phase
+    assert par.hierarchical_all_reduce_seconds(*args, buckets=k, call_fill=0.0) == piped
+    half = par.hierarchical_all_reduce_seconds(*args, buckets=k, call_fill=0.5)
+    assert half == pytest.approx(piped + 0.5 * (k * one - piped))
+    # one bucket has no other calls to fill
+    assert par.hierarchical_all_reduce_seconds(*args, call_fill=1.0) == par.hierarchical_all_reduce_seconds(*args)
+
+
+@given(f=st.floats(0, 1), g=st.floats(0, 1), k=st.integers(1, 4096))
+def test_more_call_fill_never_speeds_the_all_reduce(f, g, k):
+    lo, hi = sorted((f, g))
+    args = (2e9, 8, 4, 450e9, 50e9, 5e-6, 5e-6)
+    assert (par.hierarchical_all_reduce_seconds(*args, buckets=k, call_fill=lo)
+            <= par.hierarchical_all_reduce_seconds(*args, buckets=k, call_fill=hi) * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), [0.5]])
+def test_call_fill_is_a_share(bad):
+    with pytest.raises(ValueError, match="call_fill"):
+        par.hierarchical_all_reduce_seconds(1e9, 8, 2, 450e9, 50e9, buckets=4, call_fill=bad)
+
+
 @pytest.mark.parametrize("bad", [0, 1.5, -2, float("nan")])
 def test_buckets_must_be_whole(bad):
     with pytest.raises(ValueError, match="buckets"):
@@ -365,8 +393,18 @@ def test_llama3_case():
     assert case["dp_gb"] * 1e9 == pytest.approx(405e9 / 128 * 63 / 64 * (4 + 2))
     assert case["bubble"] == pytest.approx(15 / 32)
     # an idle slot lasts a whole micro-batch, its tensor-parallel all-reduces included
-    step = (case["compute_s"] + case["tp_s"]) * (1 + 15 / 32)
+    # the FP32 reduce-scatter hides only behind the last micro-batch's backward, the BF16
+    # all-gather only behind the first one's forward
+    micro = case["compute_s"] / 32
+    assert case["micro_s"] == pytest.approx(micro)
+    assert case["rs_s"] + case["ag_s"] == pytest.approx(case["dp_s"])
+    assert case["rs_s"] == pytest.approx(2 * case["ag_s"])
+    exposed = case["rs_s"] - 2 / 3 * micro + case["ag_s"] - micro / 3
+    assert exposed > 0 and case["dp_exposed_s"] == pytest.approx(exposed)
+    step = (case["compute_s"] + case["tp_s"]) * (1 + 15 / 32) + exposed
     assert case["mfu_bound"] == pytest.approx(case["compute_s"] / step)
+    assert case["weights_gib"] + case["grad_buffer_gib"] + case["adam_gib"] == pytest.approx(
+        case["state_gib"])
     assert 0 < case["mfu_bound"] < 1
     assert case["interleave_factor"] == pytest.approx(1 + 15 / 32)
     bf16 = px.llama3_case(px.LLAMA3_TABLE4[0], grad_bytes=2.0)

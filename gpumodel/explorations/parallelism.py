@@ -213,8 +213,9 @@ def bucket_times(params_b, gpus, latency_us, grad_bytes=4) -> dict:
 
     ``nvlink_us``: the reduce-scatter and all-gather inside the node, which share the NVLink
     links; ``network_us``: the faster of a ring and a tree across the nodes on each GPU's 1/g
-    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The busier of the two
-    sets the pace of the pipeline over the buckets.
+    share; ``nvlink_latency_us``: the NVLink phases' latencies alone. The model charges the
+    buckets as one pipeline paced by the busier of the two (NCCL itself runs the buckets' calls
+    one after another and overlaps the two only within a call).
     Explained in :doc:`/book/parallelism` (section "Scaling out: many nodes").
     """
     _data_parallel_inputs(params_b, latency_us, grad_bytes)
@@ -444,7 +445,10 @@ def llama3_case(row: dict, grad_bytes: float = 4.0, interleave: int = 2) -> dict
     activations; sequence parallelism with FlashAttention (the selective-recomputation
     formula); one 400 Gb/s port per GPU; tensor-parallel traffic on NVLink 4 at its nominal rate,
     not overlapped. An idle micro-batch slot of the bubble lasts a whole micro-batch, its
-    tensor-parallel all-reduces included. ``interleave_factor`` is Korthikanti et al.'s
+    tensor-parallel all-reduces included. The FP32 reduce-scatter, once per step, hides only
+    behind the last micro-batch's backward pass (2/3 of ``micro_s``, one micro-batch's math at
+    peak) and the BF16 all-gather only behind the first one's forward pass (1/3); the rest of
+    each, summed in ``dp_exposed_s``, adds to the step. ``interleave_factor`` is Korthikanti et al.'s
     1 + (p-1)/(p v) on the first stage's activations for ``interleave`` = v chunks per stage.
     Explained in :doc:`/book/parallelism` (section "One published run: Llama 3 405B").
     """
@@ -476,16 +480,26 @@ def llama3_case(row: dict, grad_bytes: float = 4.0, interleave: int = 2) -> dict
     # reduce-scatter of the gradients plus all-gather of the BF16 weights: half an all-reduce each
     dp_bytes = 0.5 * (parallelism.data_parallel_bytes(shard, row["dp"], grad_bytes)
                       + parallelism.data_parallel_bytes(shard, row["dp"], 2.0))
-    dp = dp_bytes / parallelism.link("InfiniBand NDR 4x").bandwidth
-    exposed_dp = max(0.0, dp - 2.0 / 3.0 * compute)
+    net = parallelism.link("InfiniBand NDR 4x").bandwidth
+    dp = dp_bytes / net
+    # the buffer is reduce-scattered once per step, after the last micro-batch's backward, and the
+    # weights are all-gathered once, before the first micro-batch's forward: each phase can hide
+    # only behind that one micro-batch's math on this stage
+    rs = 0.5 * parallelism.data_parallel_bytes(shard, row["dp"], grad_bytes) / net
+    ag = 0.5 * parallelism.data_parallel_bytes(shard, row["dp"], 2.0) / net
+    micro = compute / row["batch_per_dp"]
+    exposed_dp = max(0.0, rs - 2.0 / 3.0 * micro) + max(0.0, ag - 1.0 / 3.0 * micro)
     step = (compute + float(tp)) * (1 + bubble) + exposed_dp
     p = row["pp"]
     return {"state_gib": float(state) / GiB, "activations_gib": float(activations) / GiB,
             "usable_gib": h100.usable_memory_bytes / GiB,
-            "grad_buffer_gib": grad_bytes * shard / GiB,
+            "weights_gib": 2.0 * shard / GiB, "grad_buffer_gib": grad_bytes * shard / GiB,
+            "adam_gib": 12.0 * shard / row["dp"] / GiB,
             "interleave_factor": 1 + (p - 1) / (p * interleave),
             "tokens": tokens, "compute_s": compute, "bubble": float(bubble),
             "tp_gb": float(tp_bytes) / GB, "tp_s": float(tp), "dp_gb": float(dp_bytes) / GB, "dp_s": float(dp),
+            "rs_s": float(rs), "ag_s": float(ag), "micro_s": float(micro),
+            "dp_exposed_s": float(exposed_dp),
             "mfu_bound": float(compute / step), "mfu_reported": row["mfu"]}
 
 
@@ -498,6 +512,7 @@ def llama3_frame() -> pd.DataFrame:
                      "state GiB": case["state_gib"], "activations GiB": case["activations_gib"],
                      "compute at peak, s": case["compute_s"], "bubble / compute": case["bubble"],
                      "TP all-reduces, s": case["tp_s"], "DP traffic, s": case["dp_s"],
+                     "DP exposed, s": case["dp_exposed_s"],
                      "MFU, these assumptions": case["mfu_bound"], "MFU reported": case["mfu_reported"]})
     return pd.DataFrame(rows).set_index("GPUs (DP)").round(2)
 
