@@ -330,6 +330,22 @@ def fitted_doubling_years(years, flops):
     return float(1.0 / slope)
 
 
+@_checks.finite_result
+def fitted_flops(years, flops, year):
+    """FLOP/s of the least-squares line of :func:`fitted_doubling_years` at ``year``: where the fitted trend stands, not the record.
+
+    The line passes through the mean year and the mean of log2(flops), with the fitted slope, so
+    a record that has grown more slowly of late lies below it. Same ValueErrors as
+    :func:`fitted_doubling_years`, and for a ``year`` outside 1900 to 3000.
+    Explained in :doc:`/book/brain` (section "Ten years of evidence").
+    """
+    period = fitted_doubling_years(years, flops)
+    y = _checks.as_array("years", years)
+    f = _checks.positive("flops", flops)
+    at = _checks.in_range("year", year, 1900, 3000)
+    return 2.0 ** (np.mean(np.log2(f)) + (at - np.mean(y)) / period)
+
+
 #: Boltzmann's constant, J/K (exact, SI 2019).
 BOLTZMANN = 1.380649e-23
 

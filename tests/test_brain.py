@@ -201,6 +201,34 @@ def test_roofline_gpus_worked_example():
     assert fp8["capacity"] == pytest.approx(merkle["capacity"] / 2) and fp8["compute"] == merkle["compute"]
 
 
+def test_fitted_flops_exact():
+    # on an exact exponential the line is the data; off it, it passes through the mean point
+    years = [2000.0, 2002.0, 2004.0]
+    assert brain.fitted_flops(years, [1.0, 2.0, 4.0], 2006.0) == pytest.approx(8.0)
+    # two points, one flat stretch after: the line stands above the last point
+    assert brain.fitted_flops([2000.0, 2001.0, 2002.0], [1.0, 4.0, 4.0], 2002.0) \
+        == pytest.approx(2.0 ** (4 / 3 + 1.0))
+    hpcg = brain.records("hpcg")
+    level = brain.fitted_flops([r["year"] for r in hpcg], [r["flops"] for r in hpcg], hpcg[-1]["year"])
+    assert level == pytest.approx(35.03e15, rel=1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.3, 5.0), st.floats(1e10, 1e20), st.integers(2, 12))
+def test_fitted_flops_on_a_line(period, start, n):
+    years = [2000.0 + i for i in range(n)]
+    flops = [start * 2.0 ** (i / period) for i in range(n)]
+    for year, value in zip(years, flops):
+        assert brain.fitted_flops(years, flops, year) == pytest.approx(value, rel=1e-6)
+
+
+def test_fitted_flops_refuses():
+    with pytest.raises(ValueError, match="year"):
+        brain.fitted_flops([2000.0, 2001.0], [1.0, 2.0], 1800.0)
+    with pytest.raises(ValueError, match="grow"):
+        brain.fitted_flops([2000.0, 2001.0], [2.0, 1.0], 2001.0)
+
+
 def test_roofline_gpus_vector_units():
     # batch 1 runs on the vector units: the H100 SXM5's non-tensor FP32 peak, 66.9 TFLOP/s
     fast = brain.roofline_gpus(1e14, 200.0, dtype="fp32")
