@@ -232,9 +232,15 @@ def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
     FLOP/byte, "ridge": the accelerator's ridge point, FLOP/byte}. Below the ridge "bandwidth"
     exceeds "compute"; at low rates "capacity" exceeds both. ValueError for an accelerator
     whose usable memory is unpublished.
+
+    ``dtype`` names a Tensor Core peak ("bf16", "fp8", ...), an optimistic ceiling for batch-1
+    work, whose events are scatter-adds or matrix-vector products; ``dtype="fp32"`` takes the
+    non-tensor FP32 (vector) peak instead, the units such work runs on, with its own ridge
+    (ValueError where the table has no FP32 figure).
     Explained in :doc:`/book/brain` (section "The brain as a batch-1 workload").
     """
     from . import hardware
+    from .units import TFLOPS
 
     n = _checks.positive("synapses", synapses)
     r = _checks.positive("rate_hz", rate_hz)
@@ -243,7 +249,12 @@ def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
     _checks.broadcast(synapses=n, rate_hz=r, bytes_per_synapse=b, flop_per_event=f)
     acc = hardware.get(_checks.choice("accelerator", accelerator, hardware.names()))
     dtype = _checks.text("dtype", dtype)
-    peak = acc.peak_flops(dtype)
+    if dtype == "fp32":  # the vector units: not a Tensor Core column
+        if acc.fp32_tflops is None:
+            raise ValueError(f"accelerator {accelerator!r} has no FP32 (vector) peak in the table")
+        peak = acc.fp32_tflops * TFLOPS
+    else:
+        peak = acc.peak_flops(dtype)
     if acc.usable_memory_bytes is None:
         raise ValueError(f"accelerator {accelerator!r} has no published usable memory, so the "
                          "GPUs needed to hold the weights cannot be counted")
@@ -252,7 +263,7 @@ def roofline_gpus(synapses, rate_hz, bytes_per_synapse=2.0, flop_per_event=2.0,
     names = np.array(list(counts))
     largest = names[np.argmax(np.stack(np.broadcast_arrays(*counts.values())), axis=0)]
     binding = str(largest) if np.ndim(largest) == 0 else largest
-    return {**counts, "binding": binding, "intensity": f / b, "ridge": acc.ridge_point(dtype)}
+    return {**counts, "binding": binding, "intensity": f / b, "ridge": peak / acc.bandwidth}
 
 
 # --- the projection ----------------------------------------------------------------------------
@@ -317,6 +328,22 @@ def fitted_doubling_years(years, flops):
     if not slope > 0:
         raise ValueError("flops must grow over the years to have a doubling period")
     return float(1.0 / slope)
+
+
+@_checks.finite_result
+def fitted_flops(years, flops, year):
+    """FLOP/s of the least-squares line of :func:`fitted_doubling_years` at ``year``: where the fitted trend stands, not the record.
+
+    The line passes through the mean year and the mean of log2(flops), with the fitted slope, so
+    a record that has grown more slowly of late lies below it. Same ValueErrors as
+    :func:`fitted_doubling_years`, and for a ``year`` outside 1900 to 3000.
+    Explained in :doc:`/book/brain` (section "Ten years of evidence").
+    """
+    period = fitted_doubling_years(years, flops)
+    y = _checks.as_array("years", years)
+    f = _checks.positive("flops", flops)
+    at = _checks.in_range("year", year, 1900, 3000)
+    return 2.0 ** (np.mean(np.log2(f)) + (at - np.mean(y)) / period)
 
 
 #: Boltzmann's constant, J/K (exact, SI 2019).

@@ -201,6 +201,51 @@ def test_roofline_gpus_worked_example():
     assert fp8["capacity"] == pytest.approx(merkle["capacity"] / 2) and fp8["compute"] == merkle["compute"]
 
 
+def test_fitted_flops_exact():
+    # on an exact exponential the line is the data; off it, it passes through the mean point
+    years = [2000.0, 2002.0, 2004.0]
+    assert brain.fitted_flops(years, [1.0, 2.0, 4.0], 2006.0) == pytest.approx(8.0)
+    # two points, one flat stretch after: the line stands above the last point
+    assert brain.fitted_flops([2000.0, 2001.0, 2002.0], [1.0, 4.0, 4.0], 2002.0) \
+        == pytest.approx(2.0 ** (4 / 3 + 1.0))
+    hpcg = brain.records("hpcg")
+    level = brain.fitted_flops([r["year"] for r in hpcg], [r["flops"] for r in hpcg], hpcg[-1]["year"])
+    assert level == pytest.approx(35.03e15, rel=1e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.3, 5.0), st.floats(1e10, 1e20), st.integers(2, 12))
+def test_fitted_flops_on_a_line(period, start, n):
+    years = [2000.0 + i for i in range(n)]
+    flops = [start * 2.0 ** (i / period) for i in range(n)]
+    for year, value in zip(years, flops):
+        assert brain.fitted_flops(years, flops, year) == pytest.approx(value, rel=1e-6)
+
+
+def test_fitted_flops_refuses():
+    with pytest.raises(ValueError, match="year"):
+        brain.fitted_flops([2000.0, 2001.0], [1.0, 2.0], 1800.0)
+    with pytest.raises(ValueError, match="grow"):
+        brain.fitted_flops([2000.0, 2001.0], [2.0, 1.0], 2001.0)
+
+
+def test_roofline_gpus_vector_units():
+    # batch 1 runs on the vector units: the H100 SXM5's non-tensor FP32 peak, 66.9 TFLOP/s
+    fast = brain.roofline_gpus(1e14, 200.0, dtype="fp32")
+    assert fast["compute"] == pytest.approx(1e14 * 200 * 2 / 66.9e12)
+    assert fast["compute"] == pytest.approx(597.9, rel=1e-4)
+    assert fast["ridge"] == pytest.approx(66.9e12 / 3.35e12) == pytest.approx(19.97, rel=1e-3)
+    slow = brain.roofline_gpus(1e14, 10.0, dtype="fp32")
+    assert slow["compute"] == pytest.approx(29.9, rel=1e-3)
+    tensor = brain.roofline_gpus(1e14, 200.0)
+    # the dtype moves only the compute count and the ridge
+    for key in ("bandwidth", "capacity", "intensity", "binding"):
+        assert fast[key] == tensor[key]
+    assert fast["compute"] / tensor["compute"] == pytest.approx(989.4 / 66.9)
+    with pytest.raises(ValueError, match="FP32"):
+        brain.roofline_gpus(1e14, 10.0, accelerator="TPU v4", dtype="fp32")
+
+
 def test_roofline_gpus_needs_usable_memory():
     with pytest.raises(ValueError, match="usable memory"):
         brain.roofline_gpus(1e14, 10.0, accelerator="H100 PCIe")
@@ -209,10 +254,11 @@ def test_roofline_gpus_needs_usable_memory():
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1e9, 1e16), st.floats(0.1, 1e3), st.floats(0.5, 8), st.floats(0.5, 8))
 def test_roofline_gpus_properties(synapses, rate, nbytes, flop):
-    r = brain.roofline_gpus(synapses, rate, nbytes, flop)
-    # the ratio of the two counts is the ridge over the intensity, whatever the size
-    assert r["bandwidth"] / r["compute"] == pytest.approx(r["ridge"] / r["intensity"], rel=1e-9)
-    assert r["intensity"] == pytest.approx(flop / nbytes)
+    for dtype in ("bf16", "fp32"):
+        r = brain.roofline_gpus(synapses, rate, nbytes, flop, dtype=dtype)
+        # the ratio of the two counts is the ridge over the intensity, whatever the size
+        assert r["bandwidth"] / r["compute"] == pytest.approx(r["ridge"] / r["intensity"], rel=1e-9)
+        assert r["intensity"] == pytest.approx(flop / nbytes)
     double = brain.roofline_gpus(2 * synapses, rate, nbytes, flop)
     assert double["bandwidth"] == pytest.approx(2 * r["bandwidth"], rel=1e-12)
     vec = brain.roofline_gpus(np.array([synapses, 2 * synapses]), rate, nbytes, flop)

@@ -331,6 +331,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "brain.year_reached": dict(start=0.58e15, target=1.075e21, doubling_years=1.8, base_year=2015.0, whole=True),
     "brain.projected_flops": dict(year=2030.0, start=1e15, doubling_years=2.0, base_year=2015.0),
     "brain.fitted_doubling_years": dict(years=[2014.0, 2018.0, 2025.0], flops=[0.58e15, 2.9e15, 17.4e15]),
+    "brain.fitted_flops": dict(years=[2014.0, 2018.0, 2025.0], flops=[0.58e15, 2.9e15, 17.4e15], year=2025.9),
     "brain.landauer_bit_erasures": dict(power_watts=20.0, temperature_kelvin=310.0),
     "brain.records": dict(metric="hpl"),
     "brain.measured_inputs": dict(parameter="purkinje_cells"),

@@ -15,7 +15,8 @@ from ..explore import Choice, Exploration, Slider, check_direct_calls
 
 LABELS = {"firing_rate": "firing rate (Hz)", "purkinje_inputs": "synapses per Purkinje cell",
           "purkinje_cells": "Purkinje cells", "granule_cells": "granule cells",
-          "purkinje_rate": "Purkinje rate (Hz)", "granule_rate": "granule-cell rate (Hz)",
+          "purkinje_rate": "rate driving the Purkinje filter (Hz)",
+          "granule_rate": "rate driving the granule filter (Hz)",
           "time_steps": "time steps", "purkinje_dendrites": "Purkinje dendrites",
           "purkinje_branches": "branches per dendrite", "flop_per_mac": "FLOP per multiply-add"}
 
@@ -164,13 +165,20 @@ def _estimates() -> tuple:
     return tuple(rows)
 
 
+#: Readable names for the parts of brain_estimates.csv keys (the rest lose their underscores).
+PARTS = {"functional_retina_moravec": "retina, Moravec-style",
+         "functional_retina_dnn": "retina, deep networks",
+         "synapse": "synapse count"}
+
+
 def estimates_frame() -> pd.DataFrame:
     """Published estimates: who, year, kind, low / central / high FLOP/s, method."""
     def num(x):
         return float(x) if x else np.nan
     def label(r):
         surname = r["who"].split(" (")[0].split()[-1]
-        part = r["key"].split("_", 2)[2].replace("_", " ") if r["key"].count("_") >= 2 else ""
+        part = r["key"].split("_", 2)[2] if r["key"].count("_") >= 2 else ""
+        part = PARTS.get(part, part.replace("_", " "))
         return f"{surname} {r['year']}" + (f", {part}" if part else "")
     rows = [{"estimate": label(r), "kind": r["kind"], "low": num(r["flops_low"]),
              "central": num(r["flops_central"]), "high": num(r["flops_high"]), "method": r["method"],
