@@ -295,10 +295,10 @@ def wave_reuse_chart(m=4096, n=4096, k=4096, tile=128, gpu="H100 SXM5"):
                         + [{"x": 0.0, "x2": n, "y": i * tile, "y2": i * tile} for i in range(1, rows)])
     lines = alt.Chart(cuts).mark_rule(color="#ffffff", strokeWidth=0.5).encode(x=x, x2="x2:Q", y=y, y2="y2:Q")
     labels = pd.DataFrame({"x": [-gap - k / 2, n / 2, n / 2], "y": [m / 2, -gap - k / 2, m / 2],
-                           "label": [f"A (m x k = {m:g} x {k:g})", f"B (k x n = {k:g} x {n:g})",
-                                     f"C (m x n = {m:g} x {n:g})"]})
-    text = alt.Chart(labels).mark_text(fontSize=13, fontWeight="bold", color=charts.BLACK).encode(
-        x=x, y=y, text="label:N")
+                           "label": [f"A (m x k)\n{m:g} x {k:g}", f"B (k x n)\n{k:g} x {n:g}",
+                                     f"C (m x n)\n{m:g} x {n:g}"]})
+    text = alt.Chart(labels).mark_text(fontSize=13, fontWeight="bold", color=charts.BLACK,
+                                       lineBreak="\n").encode(x=x, y=y, text="label:N")
     # the edge names, in the gaps beside the edges they measure
     edges = pd.DataFrame({"x": [-gap - k / 2, -gap / 2, -gap / 2, n / 2],
                           "y": [-gap / 2, m / 2, -gap - k / 2, -gap / 2],
