@@ -295,14 +295,23 @@ def wave_reuse_chart(m=4096, n=4096, k=4096, tile=128, gpu="H100 SXM5"):
                         + [{"x": 0.0, "x2": n, "y": i * tile, "y2": i * tile} for i in range(1, rows)])
     lines = alt.Chart(cuts).mark_rule(color="#ffffff", strokeWidth=0.5).encode(x=x, x2="x2:Q", y=y, y2="y2:Q")
     labels = pd.DataFrame({"x": [-gap - k / 2, n / 2, n / 2], "y": [m / 2, -gap - k / 2, m / 2],
-                           "label": [f"A ({m:g} x {k:g})", f"B ({k:g} x {n:g})", f"C ({m:g} x {n:g})"]})
-    text = alt.Chart(labels).mark_text(fontSize=13, fontWeight="bold", color=charts.BLACK).encode(
+                           "label": [f"A (m x k)\n{m:g} x {k:g}", f"B (k x n)\n{k:g} x {n:g}",
+                                     f"C (m x n)\n{m:g} x {n:g}"]})
+    text = alt.Chart(labels).mark_text(fontSize=13, fontWeight="bold", color=charts.BLACK,
+                                       lineBreak="\n").encode(x=x, y=y, text="label:N")
+    # the edge names, in the gaps beside the edges they measure
+    edges = pd.DataFrame({"x": [-gap - k / 2, -gap / 2, -gap / 2, n / 2],
+                          "y": [-gap / 2, m / 2, -gap - k / 2, -gap / 2],
+                          "label": ["k", "m", "k", "n"]})
+    text += alt.Chart(edges).mark_text(fontSize=12, fontStyle="italic", color=charts.BLACK).encode(
         x=x, y=y, text="label:N")
     description = (
-        f"Diagram of C = AB on the {gpu} ({acc.sm_count} SMs): C ({m:g} x {n:g}, lower right) is cut into "
+        f"Diagram of C = AB on the {gpu} ({acc.sm_count} SMs), edges labelled m, n and k: "
+        f"C (m x n = {m:g} x {n:g}, lower right) is cut into "
         f"{rows} x {cols} output tiles of {tile:g} x {tile:g}; the {r} x {c} block of tiles in its top-left "
-        f"corner, one wave (one tile per SM), is blue, the tiles of later waves light grey. A ({m:g} x {k:g}, "
-        f"left) is cut into {rows} row strips and B ({k:g} x {n:g}, top) into {cols} column strips; the {r} "
+        f"corner, one wave (one tile per SM), is blue, the tiles of later waves light grey. A (m x k = "
+        f"{m:g} x {k:g}, left) is cut into {rows} row strips and B (k x n = {k:g} x {n:g}, top) into {cols} "
+        f"column strips; the {r} "
         f"strips of A and {c} of B that the wave needs are orange: each is read from DRAM once and shared "
         f"through L2 by the {c} (A) or {r} (B) tiles of the wave that use it.")
     return (rects + lines + text).properties(width=round(span_x * size), height=round(span_y * size),
