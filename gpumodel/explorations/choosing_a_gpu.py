@@ -149,6 +149,7 @@ def rank_frame(workload: str, top: int | None = None, prices=None) -> pd.DataFra
     llama.cpp's fitted constants, and llama.cpp does not run on TPUs."""
     if top is not None:
         top = _checks.count("top", top)
+    workload = _checks.choice("workload", workload, throughput.WORKLOADS)
     rows = throughput.rank(workload, accelerators=_gpus(workload != "llm-decode"),
                            prices=prices)
     frame = pd.DataFrame([{
