@@ -359,16 +359,43 @@ def _show(arr: np.ndarray) -> str:
     return f"array with values from {bad.min():g} to {bad.max():g}"
 
 
-def read_bytes(path: str, limit: int) -> bytes:
+#: Seconds :func:`read_bytes` waits for a writer that holds a named pipe open without writing.
+READ_TIMEOUT = 5.0
+
+
+def read_bytes(path: str, limit: int, timeout: float = READ_TIMEOUT) -> bytes:
     """Up to ``limit + 1`` bytes of the file at ``path`` (one more than allowed, so a caller can
     tell it is too large), or a ValueError saying why it cannot be read. The file is opened
-    without blocking: a named pipe nobody writes to reads as empty instead of hanging."""
+    without blocking: a named pipe nobody writes to reads as empty instead of hanging, and one
+    whose writer holds it open without finishing is given up after ``timeout`` seconds."""
     import os
+    import select
+    import time
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)
-        with open(fd, "rb") as handle:
-            return handle.read(limit + 1)
     except (OSError, ValueError) as err:
         raise ValueError(getattr(err, "strerror", None) or str(err)) from None
+    deadline = time.monotonic() + timeout
+    chunks, size = [], 0
+    try:
+        while size <= limit:
+            try:
+                chunk = os.read(fd, min(limit + 1 - size, 2**20))
+            except BlockingIOError:  # a writer holds the pipe open but has written nothing yet
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ValueError(f"nothing more was written to it within {timeout:g} s") from None
+                select.select([fd], [], [], min(left, 0.1))
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                raise ValueError(f"reading it took longer than {timeout:g} s")
+    except OSError as err:
+        raise ValueError(getattr(err, "strerror", None) or str(err)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

@@ -148,9 +148,21 @@ def _doc_title(name: str) -> tuple[str, str]:
 
 
 def _explicit(body: str) -> tuple[str | None, str]:
-    """``text <target>`` -> (text, target); ``target`` -> (None, target)."""
-    m = re.match(r"^(.*?)\s*<([^<>]+)>$", body, re.S)
-    return (m.group(1), m.group(2)) if m else (None, body)
+    """``text <target>`` -> (text, target); ``target`` -> (None, target).
+
+    Read from the end, in linear time (a regular expression backtracks quadratically on a long
+    run of spaces): the target is what lies between the last ``<`` and a final ``>`` (a final
+    newline allowed after it), without ``<`` or ``>``; the text before it loses its trailing
+    white space."""
+    inner = body[:-1] if body.endswith("\n") else body
+    if not inner.endswith(">"):
+        return None, body
+    inner = inner[:-1]
+    start = inner.rfind("<")
+    target = inner[start + 1:]
+    if start < 0 or not target or ">" in target:
+        return None, body
+    return inner[:start].rstrip(), target
 
 
 def resolve_markdown(text: str, values: dict) -> str:
@@ -473,7 +485,31 @@ def readings(path: str | Path, count: int = 5) -> list[str]:
     return out
 
 
-_TAKEAWAY = re.compile(r"^```\{admonition\} Takeaway\n(?::[a-z]+:[^\n]*\n)*(.*?)^```", re.M | re.S)
+_TAKEAWAY_OPTION = re.compile(r":[a-z]+:[^\n]*")
+
+
+def _takeaways(block: str) -> list[str]:
+    """The text of each Takeaway box (``{admonition} Takeaway``) in ``block``, its options left out.
+
+    Read line by line, in linear time (a regular expression backtracks quadratically over a
+    long run of option lines with no closing fence)."""
+    lines = block.split("\n")
+    out, index = [], 0
+    while index < len(lines) - 1:
+        if lines[index] != "```{admonition} Takeaway":
+            index += 1
+            continue
+        first = index + 1
+        while first < len(lines) - 1 and _TAKEAWAY_OPTION.fullmatch(lines[first]):
+            first += 1
+        end = next((k for k in range(first, len(lines)) if lines[k].startswith("```")), None)
+        if end is None:
+            break
+        out.append("".join(line + "\n" for line in lines[first:end]))
+        index = end + 1
+    return out
+
+
 #: Sections a lecture does not walk through.
 _NOT_LECTURED = ("Summary", "Exercises", "References")
 
@@ -497,7 +533,7 @@ def lecture_outline(path: str | Path) -> list[dict]:
                 heading = block.splitlines()[0][3:].strip()
                 sections.append({"section": heading, "takeaway": "", "explorations": 0})
             if sections:
-                for text in _TAKEAWAY.findall(block):
+                for text in _takeaways(block):
                     sections[-1]["takeaway"] = _plain(text)
     return [s for s in sections if s["section"] not in _NOT_LECTURED]
 

@@ -290,3 +290,30 @@ def test_lecture_outline_refuses_what_is_not_a_notebook(tmp_path):
     bad.write_text("not json")
     with pytest.raises(ValueError, match="not a Jupyter notebook"):
         student.lecture_outline(bad)
+
+
+def _markdown_notebook(path, *sources):
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(s) for s in sources]),
+                   str(path))
+    return path
+
+
+def test_long_option_runs_and_space_runs_are_read_in_linear_time(tmp_path):
+    import time
+
+    take = _markdown_notebook(tmp_path / "take.ipynb",
+                              "## S\n```{admonition} Takeaway\n" + ":a:\n" * 200_000)
+    term = _markdown_notebook(tmp_path / "term.ipynb", "{term}`" + " " * 200_000 + "x<`")
+    start = time.monotonic()
+    assert student.lecture_outline(take) == [{"section": "S", "takeaway": "", "explorations": 0}]
+    student.reader_notebook(term)
+    assert time.monotonic() - start < 5
+
+
+def test_takeaways_and_explicit_targets_read_as_before():
+    assert student._takeaways("```{admonition} Takeaway\n:class: tip\nOne.\nTwo.\n```\n") == ["One.\nTwo.\n"]
+    assert student._takeaways("```{admonition} Takeaway\n:a:\n") == []
+    assert student._explicit("the text  <target>") == ("the text", "target")
+    assert student._explicit("<target>\n") == ("", "target")
+    assert student._explicit("a <b> c") == (None, "a <b> c")
+    assert student._explicit("a <<b>") == ("a <", "b")

@@ -366,3 +366,21 @@ def test_an_id_with_a_control_character_is_listed_unscored_never_scored(tmp_path
     assert entry["file"] == str(path) and entry["line"] == 3 and entry["id"] == row_id
     assert "control character" in entry["reason"] and repr(control) in entry["reason"]
     assert entry["reason"].isprintable()
+
+
+def test_a_fifo_whose_writer_writes_nothing_is_given_up_within_the_limit(tmp_path):
+    import os
+    import time
+
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(f"exec sleep 20 > '{fifo}'", shell=True)  # holds it open, writes nothing
+    try:
+        time.sleep(0.2)
+        start = time.monotonic()
+        with pytest.raises(ValueError, match="measurements"):
+            validate.dataset(str(fifo))
+        assert time.monotonic() - start < 10
+    finally:
+        writer.kill()
+        writer.wait()
