@@ -148,7 +148,12 @@ class Slider:
                     raise ValueError(f"{owner}: integer slider, so {field_name} must be a whole number "
                                      f"(got {value:g})")
         # The static grid may end one grid step past max (its last value); those values are valid too.
-        object.__setattr__(self, "_top", max(high, float(self.grid().max())))
+        grid = self.grid()
+        if grid.size > MAX_SLIDER_VALUES:
+            raise ValueError(f"{owner}: {'grid_step' if grid_step is not None else 'step'} gives "
+                             f"{grid.size:,} grid values, more than {MAX_SLIDER_VALUES:,}; take a "
+                             f"larger one")
+        object.__setattr__(self, "_top", max(high, float(grid.max())))
 
     def check(self, value):
         """``value`` if this slider can take it (a number in [min, max], whole if ``integer``), else a ValueError naming the slider."""
@@ -199,6 +204,14 @@ class Choice:
         _string(f"choice {self.name}", "label", self.label)
         if not isinstance(self.options, (tuple, list)) or not self.options:
             raise ValueError(f"choice {self.name}: options must be a non-empty tuple (got {self.options!r:.60})")
+        for index, option in enumerate(self.options):
+            try:
+                hash(option)
+            except TypeError:
+                raise ValueError(f"choice {self.name}: options must be numbers, strings or other "
+                                 f"hashable values (got {option!r:.60})") from None
+            if _member(option, self.options[:index]):
+                raise ValueError(f"choice {self.name}: options must not repeat (got {option!r:.60} twice)")
         if not _member(self.default, self.options):
             raise ValueError(f"choice {self.name}: default must be one of the options")
 
@@ -359,7 +372,11 @@ def _checked_compute(compute: Callable, exploration: Exploration) -> Callable:
 
     @functools.wraps(compute)
     def checked(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as err:  # an unknown keyword, too many or too few arguments
+            raise ValueError(f"{compute.__name__}: {err} (parameters: "
+                             f"{', '.join(signature.parameters)})") from None
         for name, value in bound.arguments.items():
             if name in params:
                 bound.arguments[name] = params[name].check(value)

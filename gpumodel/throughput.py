@@ -807,11 +807,36 @@ def kernels_for(workload: str, batch=None, **options) -> dict:
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's model: a step on the host and the GPU").
     """
     workload = _workload(workload)
-    builders = {"transformer-train": (transformer_train_kernels, 32),
-                "cnn-train": (cnn_train_kernels, 256), "llm-decode": (decode_kernels, 1)}
-    build, default = builders[workload]
+    _check_options(workload, options)
+    build, default = _BUILDERS[workload]
     return build(default if batch is None else batch, **options)
 
+
+def _builders() -> dict:
+    return {"transformer-train": (transformer_train_kernels, 32),
+            "cnn-train": (cnn_train_kernels, 256), "llm-decode": (decode_kernels, 1)}
+
+
+def _workload_options(workload: str) -> tuple:
+    """The options (keyword arguments besides ``batch``) that ``workload``'s kernel builder takes."""
+    import inspect
+
+    build = _BUILDERS[workload][0]
+    return tuple(n for n in inspect.signature(build).parameters if n != "batch")
+
+
+def _check_options(workload: str, options: dict, own: tuple = ()) -> None:
+    """Refuse an option ``workload`` does not take (a misspelling, or another workload's), naming
+    it and the allowed ones; ``own`` are the calling function's own keyword parameters."""
+    allowed = _workload_options(workload) + tuple(own)
+    unknown = [k for k in options if k not in allowed]
+    if unknown:
+        raise ValueError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))} for workload {workload!r} "
+                         f"(allowed: {', '.join(allowed)})")
+
+
+_BUILDERS = _builders()
 
 MATH = ("16-bit", "fp8")
 
@@ -916,6 +941,7 @@ def decode_throughput(accelerators, batches, engine: str = "llama.cpp", calibrat
         raise ValueError("batches must be a number or a 1-D list of them, each at most 2**31")
     engine = _engine(engine)
     cal = _calibration(calibration)
+    _check_options("llm-decode", options)
     out = np.empty((len(cards), b.size))
     for j, batch in enumerate(b):
         table = decode_kernels(int(batch), **options)
@@ -1218,6 +1244,7 @@ def rank(workload: str, reference: str = REFERENCE, accelerators=None, prices=No
     cards = _cards(accelerators)
     ref = _cards([reference], "reference")[0]
     prices = _check_prices(prices)
+    _check_options(workload, options, ("calibration", "engine"))
     both = cards + [ref]
     shape = {k: v for k, v in options.items() if k not in ("calibration", "engine")}
     if batch is None:

@@ -296,3 +296,16 @@ def test_lab_redraw_measures_one_slider_panel_per_chapter():
         nb = nbformat.from_dict(lab._notebook(module, name))
         nbformat.validate(nb)
         assert f"panel(m.{name})" in nb.cells[0].source
+
+
+def test_a_choice_refuses_repeated_or_unhashable_options():
+    with pytest.raises(ValueError, match="repeat"):
+        explore.Choice("a", "A", (1, 1), 1)
+    with pytest.raises(ValueError, match="hashable"):
+        explore.Choice("a", "A", ([1], [2]), [1])
+    assert explore.Choice("a", "A", (1, True, "1"), 1).options == (1, True, "1")
+
+
+def test_a_slider_whose_grid_passes_the_largest_count_is_refused_at_construction():
+    with pytest.raises(ValueError, match="step gives 1,000,002 grid values"):
+        explore.Slider("s", "S", 0, 1e15, 1e9, 5)

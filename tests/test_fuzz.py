@@ -1525,3 +1525,50 @@ def test_a_synthetic_run_refuses_steps_it_cannot_take_naming_them(steps):
         assert _refusal(lambda: fn(steps=steps), "steps") is None
         assert time.perf_counter() - start < SLOW
     assert lpe.step_peaks(np.array(3000)).shape == (3000,)
+
+
+#: Minimal arguments of every public model function that takes ``**options`` (the workload options
+#: of :func:`gpumodel.throughput.kernels_for`); the workload is the first argument where it takes one.
+OPTION_CALLS = {
+    "throughput.kernels_for": (throughput.kernels_for, ("cnn-train",)),
+    "throughput.throughput": (throughput.throughput, ("cnn-train", ["T4"])),
+    "throughput.decode_throughput": (throughput.decode_throughput, (["T4"], [1])),
+    "throughput.memory_need_bytes": (throughput.memory_need_bytes, ("cnn-train",)),
+    "throughput.largest_batch": (throughput.largest_batch, ("cnn-train", ["T4"])),
+    "throughput.relative_throughput": (throughput.relative_throughput, ("cnn-train", ["T4"])),
+    "throughput.rank": (throughput.rank, ("cnn-train",)),
+}
+
+
+def test_every_function_taking_options_is_listed():
+    takes = {f"{m}.{name}" for m, module in MODULES.items()
+             for name, func in vars(module).items()
+             if inspect.isfunction(func) and not name.startswith("_") and func.__module__ == module.__name__
+             and any(p.kind is p.VAR_KEYWORD for p in inspect.signature(func).parameters.values())}
+    assert takes <= set(OPTION_CALLS), takes - set(OPTION_CALLS)
+
+
+@pytest.mark.parametrize("key", sorted(OPTION_CALLS))
+@pytest.mark.parametrize("option", ["bogus", "seq", "image"])
+def test_an_unknown_option_is_refused_naming_it_and_the_allowed_ones(key, option):
+    func, args = OPTION_CALLS[key]
+    if key == "throughput.decode_throughput" and option != "image":
+        option = "bogus"
+    if args[:1] != ("cnn-train",) and option == "seq":
+        return  # seq is transformer-train's
+    if args[:1] == ("cnn-train",) and option == "image":
+        option = "vocab"
+    with pytest.raises(ValueError, match=rf"'{option}'.*allowed: "):
+        func(*args, **{option: 1})
+
+
+def test_a_direct_call_with_an_unknown_keyword_or_too_many_arguments_names_the_parameters():
+    explorations_ = all_explorations()
+    checked = [getattr(sys.modules[e.compute.__module__], e.compute.__name__) for e in explorations_]
+    checked = [f for f, e in zip(checked, explorations_) if f is not e.compute]
+    assert checked
+    func = checked[0]
+    with pytest.raises(ValueError, match="parameters: "):
+        func(bogus=1)
+    with pytest.raises(ValueError, match="parameters: "):
+        func(*range(50))
