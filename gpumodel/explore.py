@@ -148,11 +148,11 @@ class Slider:
                     raise ValueError(f"{owner}: integer slider, so {field_name} must be a whole number "
                                      f"(got {value:g})")
         # The static grid may end one grid step past max (its last value); those values are valid too.
-        grid = self.grid()
-        if grid.size > MAX_SLIDER_VALUES:
+        grid = self.grid()  # at most MAX_SLIDER_VALUES steps: that many values and both ends
+        if grid.size > MAX_SLIDER_VALUES + 1:
             raise ValueError(f"{owner}: {'grid_step' if grid_step is not None else 'step'} gives "
-                             f"{grid.size:,} grid values, more than {MAX_SLIDER_VALUES:,}; take a "
-                             f"larger one")
+                             f"{grid.size:,} grid values with the default, more than "
+                             f"{MAX_SLIDER_VALUES + 1:,}; take a larger one")
         object.__setattr__(self, "_top", max(high, float(grid.max())))
 
     def check(self, value):

@@ -307,5 +307,5 @@ def test_a_choice_refuses_repeated_or_unhashable_options():
 
 
 def test_a_slider_whose_grid_passes_the_largest_count_is_refused_at_construction():
-    with pytest.raises(ValueError, match="step gives 1,000,002 grid values"):
+    with pytest.raises(ValueError, match="step gives 1,000,002 grid values with the default"):
         explore.Slider("s", "S", 0, 1e15, 1e9, 5)
