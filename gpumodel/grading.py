@@ -341,7 +341,7 @@ def expected_answers(path: str | Path) -> list[dict]:
     unit in the last digit the solution prints, and the reference solution's expression for it.
     """
     nb = student._read(path)
-    values = student.glue_values(nb)
+    values = student._glue_values(nb, repr(str(path)))
     solutions = _solutions(nb)
     out = []
     for label, answers in answers_by_label().items():
@@ -353,7 +353,11 @@ def expected_answers(path: str | Path) -> list[dict]:
         for answer in answers:
             if answer.glue not in values:
                 raise ValueError(f"{label}: glued value {answer.glue!r} is not in the chapter's outputs")
-            value = float(values[answer.glue])
+            value = values[answer.glue]
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"{str(path)!r}: {label}: glued value {answer.glue!r} must be a finite "
+                                 f"number (got {str(value)[:40]!r})")
+            value = float(value)
             expression = answer.expression or expressions.get(answer.glue)
             if expression is None:
                 raise ValueError(f"{label}: the solution does not glue {answer.glue!r} by name")
@@ -363,10 +367,8 @@ def expected_answers(path: str | Path) -> list[dict]:
     return out
 
 
-def check(answer, name: str, unit: str, low: float, high: float) -> float:
-    """The check a student runs on an answer: a plain finite number, in ``unit``, between ``low``
-    and ``high``. Says nothing of whether it is right; raises ValueError with what to fix.
-    Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
+def _plain_answer(answer, name: str, unit: str) -> float:
+    """A student's answer as a float, or a ValueError saying what to fix (never another error)."""
     if answer is Ellipsis:
         raise ValueError(f"{name} is not set yet: replace the ... with your number ({unit})")
     if getattr(answer, "shape", None) == () and hasattr(answer, "item"):
@@ -374,7 +376,24 @@ def check(answer, name: str, unit: str, low: float, high: float) -> float:
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
         raise ValueError(f"{name} must be a plain number in {unit}, not {type(answer).__name__} "
                          f"({str(answer)[:40]!r})")
-    value = float(answer)
+    try:
+        return float(answer)
+    except (OverflowError, TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number in {unit} (got {type(answer).__name__} "
+                         f"{str(answer)[:40]!r}{'...' if len(str(answer)) > 40 else ''})") from None
+
+
+def check(answer, name: str, unit: str, low: float, high: float) -> float:
+    """The check a student runs on an answer: a plain finite number, in ``unit``, between ``low``
+    and ``high``. Says nothing of whether it is right; raises ValueError with what to fix.
+    Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
+    from . import _checks
+
+    name, unit = _checks.text("name", name), _checks.text("unit", unit)
+    low, high = _checks.scalar("low", low), _checks.scalar("high", high)
+    if low > high:
+        raise ValueError(f"low must be <= high (got low={low:g}, high={high:g})")
+    value = _plain_answer(answer, name, unit)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number (got {value})")
     if not low <= value <= high:
@@ -391,8 +410,18 @@ def check(answer, name: str, unit: str, low: float, high: float) -> float:
 
 
 def check_close(answer, expected: float, tolerance: float, name: str) -> None:
-    """A hidden test: ``answer`` within ``tolerance`` of ``expected``, or an AssertionError."""
-    value = float(answer)
+    """A hidden test: ``answer`` within ``tolerance`` of ``expected``, or an AssertionError.
+
+    An answer that is not a plain finite number is a ValueError saying so (as :func:`check`);
+    ``expected`` and ``tolerance`` (>= 0) are the instructor's and refused naming them."""
+    from . import _checks
+
+    name = _checks.text("name", name)
+    expected = _checks.scalar("expected", expected)
+    tolerance = float(_checks.non_negative("tolerance", _checks.scalar("tolerance", tolerance)))
+    value = _plain_answer(answer, name, "the exercise's unit")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number (got {value})")
     assert abs(value - expected) <= tolerance, f"{name} = {value:g} is not the expected value"
 
 
@@ -495,11 +524,14 @@ def write_course(out_dir: str | Path, notebooks, release: bool = True) -> list[P
     source notebooks written. Explained in :doc:`/book/instructor_guide` (section "Checking and grading answers")."""
     import nbformat
 
-    course = Path(out_dir)
-    course.mkdir(parents=True, exist_ok=True)
+    from . import _checks
+
+    release = _checks.flag("release", release)
+    notebooks = student._paths("notebooks", notebooks)
+    course = student._out_dir(out_dir)
     (course / "nbgrader_config.py").write_text(_CONFIG)
     written = []
-    for path in map(Path, notebooks):
+    for path in notebooks:
         if not expected_answers(path):
             continue
         folder = course / "source" / path.stem
@@ -520,6 +552,9 @@ def grade(course_dir: str | Path, submissions: str | Path, csv_path: str | Path)
     import csv
     import shutil
 
+    for label, given in (("course_dir", course_dir), ("submissions", submissions), ("csv_path", csv_path)):
+        if not isinstance(given, (str, Path)):
+            raise ValueError(f"{label} must be a path (got {type(given).__name__})")
     course, submissions = Path(course_dir), Path(submissions)
     if not (course / "gradebook.db").exists():
         raise ValueError(f"{str(course)!r} holds no gradebook: write it with `make grader` first")
@@ -569,6 +604,9 @@ _USAGE = ("usage: python -m gpumodel.grading course OUTDIR NOTEBOOK...\n"
 
 
 def main(argv: list[str]) -> int:
+    if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
+        print(_USAGE.splitlines()[0] + " (arguments are strings)", file=sys.stderr)
+        return 2
     try:
         if len(argv) >= 3 and argv[0] == "course":
             written = write_course(argv[1], argv[2:])

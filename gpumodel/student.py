@@ -19,6 +19,7 @@ Explained in :doc:`/book/instructor_guide`.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from pathlib import Path
@@ -28,6 +29,10 @@ TAG = "solution"
 
 #: Largest notebook read, in bytes (the book's largest, with its outputs, is a few MB).
 MAX_NOTEBOOK_BYTES = 256 * 2**20
+
+
+def _not_json(constant: str):
+    raise ValueError(f"it holds {constant}, which JSON cannot hold")
 
 
 def _read(path: str | Path):
@@ -47,7 +52,9 @@ def _read(path: str | Path):
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"{str(path)!r}: larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
     try:
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        text = data.decode("utf-8")
+        json.loads(text, parse_constant=_not_json)  # NaN and Infinity are not JSON
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
     except Exception as err:  # noqa: BLE001 - nbformat raises many kinds for a bad file
         message = " ".join(str(err).split())[:200]
@@ -66,21 +73,49 @@ _CHAPTER_LINK = re.compile(r"\]\(([a-z_]+)(#[\w-]+)?\)")
 _LABEL = re.compile(r"^\(([\w-]+)\)=\s*\n#+\s+(.+)$", re.M)
 
 
+#: Longest glued value read as a Python literal; a longer one is kept as text (a literal of
+#: hundreds of thousands of characters makes the parser run out of memory).
+MAX_GLUE_CHARS = 10_000
+
+
 def glue_values(nb) -> dict:
     """Every value the notebook glued, from its saved outputs: name -> number (or text)."""
+    return _glue_values(nb, "nb")
+
+
+def _glue_values(nb, where: str) -> dict:
+    """:func:`glue_values`, a malformed glue refused with a ValueError naming ``where`` (the
+    notebook) and the cell."""
     import ast
 
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError(f"{where} must be a Jupyter notebook (nbformat 4; got {type(nb).__name__})")
     values = {}
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            text = out.get("data", {}).get("application/papermill.record/text/plain")
+    for index, cell in enumerate(cells):
+        outputs = cell.get("outputs", []) if isinstance(cell, dict) else []
+        for out in outputs if isinstance(outputs, list) else []:
+            if not isinstance(out, dict):
+                continue
+            metadata, data = out.get("metadata", {}), out.get("data", {})
+            scrapbook = metadata.get("scrapbook", {}) if isinstance(metadata, dict) else {}
+            if not isinstance(scrapbook, dict):
+                raise ValueError(f"{where}: cell {index}: an output's metadata 'scrapbook' must be "
+                                 f"a dict (got {type(scrapbook).__name__})")
+            name = scrapbook.get("name")
+            text = data.get("application/papermill.record/text/plain") if isinstance(data, dict) else None
             if name is None or text is None:
                 continue
-            text = "".join(text) if isinstance(text, list) else text
+            if not isinstance(name, str):
+                raise ValueError(f"{where}: cell {index}: a glued name must be a string "
+                                 f"(got {type(name).__name__})")
+            text = "".join(map(str, text)) if isinstance(text, list) else str(text)
+            if len(text) > MAX_GLUE_CHARS:
+                values[name] = text.strip("'\"")
+                continue
             try:
                 values[name] = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 values[name] = text.strip("'\"")
     return values
 
@@ -165,6 +200,22 @@ def _explicit(body: str) -> tuple[str | None, str]:
     return inner[:start].rstrip(), target
 
 
+#: Largest width or precision a glue's format spec may ask for (the book's use at most 5).
+MAX_FORMAT_DIGITS = 100
+
+
+def _formatted(name: str, value, spec: str) -> str:
+    """``format(value, spec)``, or a ValueError naming the glued value and its spec."""
+    if any(int(run) > MAX_FORMAT_DIGITS for run in re.findall(r"[0-9]+", spec)):
+        raise ValueError(f"glued value {name!r}: format spec {spec!r} asks for a width or precision "
+                         f"above {MAX_FORMAT_DIGITS}")
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(f"glued value {name!r} = {str(value)[:40]!r} cannot be formatted with "
+                         f"{spec!r} ({err})") from None
+
+
 def resolve_markdown(text: str, values: dict) -> str:
     """Markdown with each glue, term, cite, ref and doc role replaced by what the HTML shows.
 
@@ -175,6 +226,12 @@ def resolve_markdown(text: str, values: dict) -> str:
     an error, so a reader never sees a placeholder.
     Explained in :doc:`/book/instructor_guide`.
     """
+    from . import _checks
+
+    _checks.text("text", text)
+    if not isinstance(values, dict):
+        raise ValueError(f"values must be a dict from glued name to value (got {_checks._brief(values)})")
+
     def one(match):
         role, body = match.group(1), match.group(2)
         if role == "glue:text":
@@ -182,7 +239,7 @@ def resolve_markdown(text: str, values: dict) -> str:
             if name not in values:
                 raise ValueError(f"glued value {name!r} is not in the notebook's outputs")
             value = values[name]
-            return format(value, spec) if spec and not isinstance(value, str) else str(value)
+            return _formatted(name, value, spec) if spec and not isinstance(value, str) else str(value)
         shown, target = _explicit(body)
         if role == "term":
             return shown or target
@@ -259,6 +316,41 @@ def _number_as_html(nb, name: str) -> None:
             cell.source = _EXERCISE.sub(enumerate_one, cell.source)
 
 
+def _resolve_cell(path, index: int, source: str, values: dict) -> str:
+    """:func:`resolve_markdown` of one cell, an error naming the notebook and the cell."""
+    try:
+        return resolve_markdown(source, values)
+    except ValueError as err:
+        raise ValueError(f"{str(path)!r}: cell {index}: {err}") from None
+
+
+def _paths(name: str, notebooks) -> list[Path]:
+    """``notebooks`` (a list or tuple of paths) as Paths; a bare path, None or anything else is
+    refused naming ``name``."""
+    from . import _checks
+
+    if not isinstance(notebooks, (list, tuple)):
+        raise ValueError(f"{name} must be a list of notebook paths (got {_checks._brief(notebooks)})")
+    for path in notebooks:
+        if not isinstance(path, (str, Path)):
+            raise ValueError(f"{name} must hold notebook paths (got {_checks._brief(path)})")
+    return [Path(p) for p in notebooks]
+
+
+def _out_dir(out_dir) -> Path:
+    """``out_dir`` as a Path, made if missing, or a ValueError naming it and why it cannot be."""
+    from . import _checks
+
+    if not isinstance(out_dir, (str, Path)):
+        raise ValueError(f"out_dir must be a folder name (got {_checks._brief(out_dir)})")
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"out_dir {str(out)!r} cannot be made ({err.strerror or err})") from None
+    return out
+
+
 def reader_notebook(path: str | Path):
     """The notebook at ``path`` with every markdown cell resolved (:func:`resolve_markdown`),
     its chapter and exercises numbered as in the HTML ("Exercise 4.1").
@@ -267,10 +359,10 @@ def reader_notebook(path: str | Path):
     Explained in :doc:`/book/instructor_guide`.
     """
     nb = _read(path)
-    values = glue_values(nb)
-    for cell in nb.cells:
+    values = _glue_values(nb, repr(str(path)))
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
-            cell.source = resolve_markdown(cell.source, values)
+            cell.source = _resolve_cell(path, index, cell.source, values)
     _number_as_html(nb, Path(path).stem)
     nb.metadata.pop("widgets", None)
     return nb
@@ -303,10 +395,10 @@ def write_readers(out_dir: str | Path, notebooks) -> list[Path]:
 
     import nbformat
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    notebooks = _paths("notebooks", notebooks)
+    out = _out_dir(out_dir)
     written = []
-    for path in map(Path, notebooks):
+    for path in notebooks:
         target = out / path.name
         nbformat.write(reader_notebook(path), str(target))
         written.append(target)
@@ -364,10 +456,10 @@ def write(out_dir: str | Path, notebooks) -> list[Path]:
 
     from . import grading
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    notebooks = _paths("notebooks", notebooks)
+    out = _out_dir(out_dir)
     written = []
-    for path in map(Path, notebooks):
+    for path in notebooks:
         if not has_exercises(path):
             continue
         target = out / path.name
@@ -377,6 +469,11 @@ def write(out_dir: str | Path, notebooks) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
+        print("usage: python -m gpumodel.student [--reader] OUTDIR NOTEBOOK... (arguments are "
+              "strings)", file=sys.stderr)
+        return 2
+    argv = list(argv)
     if argv[:1] == ["--book"] and len(argv) == 2:
         print(f"wrote the student edition's sources to {write_student_book(argv[1])}")
         return 0
@@ -432,11 +529,11 @@ def outline(notebooks) -> list[dict]:
     import re
 
     out = []
-    for path in map(Path, notebooks):
+    for path in _paths("notebooks", notebooks):
         if not has_exercises(path):
             continue
         nb = _read(path)
-        values = glue_values(nb)
+        values = _glue_values(nb, repr(str(path)))
         objectives = []
         for cell in nb.cells:
             if "Learning objectives" in cell.source:
@@ -449,10 +546,17 @@ def outline(notebooks) -> list[dict]:
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "markdown" or "{exercise}" not in cell.source:
                 continue
-            label = re.search(r"^:label: (\S+)", cell.source, re.M).group(1)
-            body = cell.source.split(":label:", 1)[1].split("\n", 1)[1].strip().strip("`").strip()
+            found = re.search(r"^:label: (\S+)", cell.source, re.M)
+            if found is None:
+                raise ValueError(f"{str(path)!r}: cell {index}: an exercise without a ':label:' option")
+            label = found.group(1)
+            rest = cell.source.split(":label:", 1)[1].split("\n", 1)
+            body = rest[1].strip().strip("`").strip() if len(rest) == 2 else ""
+            if not body:
+                raise ValueError(f"{str(path)!r}: cell {index}: exercise {label!r} has no statement "
+                                 f"after its ':label:' line")
             predict = body.startswith("*Predict, then check.*")
-            body = resolve_markdown(body, values)
+            body = _resolve_cell(path, index, body, values)
             task = _plain(body.replace("*Predict, then check.*", ""))
             exercises.append({"label": label, "number": numbers.get(index),
                               "kind": "predict, then check" if predict else "compute", "task": task})
@@ -466,6 +570,9 @@ def readings(path: str | Path, count: int = 5) -> list[str]:
     readings of its session. Explained in :doc:`/book/instructor_guide`."""
     from pybtex.database import parse_file
 
+    from . import _checks
+
+    count = _checks.count("count", count)
     titles = {}
     for bib in sorted((_book_dir() / "bib").glob("*.bib")):
         for key, entry in parse_file(str(bib)).entries.items():

@@ -198,3 +198,46 @@ def test_every_reference_solution_passes_its_hidden_tests_when_run(path):
     failed = [(c.metadata.get("nbgrader", {}).get("grade_id"), o.ename, o.evalue[:120])
               for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not failed
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"low": "a"}, "low"), ({"low": None}, "low"), ({"high": float("nan")}, "high"),
+    ({"low": 20, "high": 10}, "low must be <= high"), ({"unit": None}, "unit"), ({"name": 5}, "name"),
+])
+def test_check_refuses_bad_instructor_settings_naming_them(kwargs, name):
+    args = {"answer": 5, "name": "x", "unit": "ms", "low": 0, "high": 10} | kwargs
+    with pytest.raises(ValueError, match=name):
+        grading.check(**args)
+
+
+@pytest.mark.parametrize("answer", [10**400, None, "abc", [1]])
+def test_check_and_check_close_tell_a_student_what_to_fix_and_leak_nothing_else(answer):
+    with pytest.raises(ValueError, match="answer_x must be a"):
+        grading.check(answer, "answer_x", "ms", 0, 10)
+    with pytest.raises(ValueError, match="answer_x must be a"):
+        grading.check_close(answer, 1.0, 0.1, "answer_x")
+
+
+def test_check_close_refuses_bad_instructor_values_naming_them():
+    with pytest.raises(ValueError, match="expected"):
+        grading.check_close(1.0, None, 0.1, "x")
+    with pytest.raises(ValueError, match="tolerance"):
+        grading.check_close(1.0, 1.0, -1, "x")
+    grading.check_close(1.0, 1.05, 0.1, "x")
+    with pytest.raises(AssertionError):
+        grading.check_close(1.0, 2.0, 0.1, "x")
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: grading.grade(None, "x", "y"), "course_dir"),
+    (lambda: grading.write_course("/tmp", None), "notebooks"),
+    (lambda: grading.write_course("/tmp", [], release=1), "release"),
+])
+def test_grading_refuses_bad_arguments_naming_them(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_grading_main_answers_arguments_that_are_not_strings_with_2():
+    assert grading.main(None) == 2
+    assert grading.main(["course", None, None]) == 2

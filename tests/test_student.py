@@ -317,3 +317,80 @@ def test_takeaways_and_explicit_targets_read_as_before():
     assert student._explicit("<target>\n") == ("", "target")
     assert student._explicit("a <b> c") == (None, "a <b> c")
     assert student._explicit("a <<b>") == ("a <", "b")
+
+
+def _glued_notebook(path, text, markdown, scrapbook=None):
+    cell = nbformat.v4.new_code_cell("glue()")
+    cell.outputs = [nbformat.v4.new_output(
+        "display_data", data={"application/papermill.record/text/plain": text},
+        metadata={"scrapbook": {"name": "x"} if scrapbook is None else scrapbook})]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell(markdown)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("text, markdown, scrapbook, fragment", [
+    ("[1, 2]", "{glue:text}`x:.2f`", None, r"glued value 'x' = '\[1, 2\]' cannot be formatted with '.2f'"),
+    ("None", "{glue:text}`x:.2f`", None, "glued value 'x' = 'None' cannot be formatted"),
+    ("1.5", "{glue:text}`x:zz`", None, "glued value 'x' = '1.5' cannot be formatted with 'zz'"),
+    ("1.5", "{glue:text}`x:99999999999`", None, "glued value 'x': format spec '99999999999' asks for a width"),
+    ("1.5", "{glue:text}`x:.999999999`", None, "glued value 'x': format spec '.999999999' asks for a width"),
+    ("1", "", "str", "an output's metadata 'scrapbook' must be a dict"),
+    ("1", "", {"name": ["x"]}, "a glued name must be a string"),
+])
+def test_hostile_glues_are_refused_naming_the_notebook_and_cell(tmp_path, text, markdown, scrapbook, fragment):
+    path = _glued_notebook(tmp_path / "nb.ipynb", text, markdown, scrapbook)
+    with pytest.raises(ValueError, match=rf"nb.ipynb': cell \d: {fragment}"):
+        student.reader_notebook(path)
+
+
+def test_a_huge_glued_literal_is_kept_as_text_not_parsed(tmp_path):
+    path = _glued_notebook(tmp_path / "nb.ipynb", "-" * 200_000 + "1", "# T\n")
+    assert student.reader_notebook(path).cells[1].source == "# T\n"
+    assert student.glue_values(student._read(path))["x"].endswith("-1")
+
+
+def test_a_notebook_holding_nan_is_refused_naming_it(tmp_path):
+    path = tmp_path / "nan.ipynb"
+    path.write_text('{"cells": [], "metadata": {"x": NaN}, "nbformat": 4, "nbformat_minor": 5}')
+    for func in (student.reader_notebook, student.solutionless_notebook):
+        with pytest.raises(ValueError, match="nan.ipynb.*NaN"):
+            func(path)
+
+
+@pytest.mark.parametrize("source, fragment", [
+    ("```{exercise}\nno label here\n```", "an exercise without a ':label:' option"),
+    ("```{exercise}\n:label: ex1", "exercise 'ex1' has no statement"),
+])
+def test_an_exercise_without_label_or_statement_is_refused_by_outline(tmp_path, source, fragment):
+    path = tmp_path / "ex.ipynb"
+    cells = [nbformat.v4.new_markdown_cell("# T\n"), nbformat.v4.new_markdown_cell(source),
+             nbformat.v4.new_code_cell("x", metadata={"tags": [student.TAG]})]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
+    with pytest.raises(ValueError, match=rf"ex.ipynb': cell 1: {fragment}"):
+        student.outline([path])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: student.readings(NOTEBOOKS[0], "3"), "count"),
+    (lambda: student.readings(NOTEBOOKS[0], 1.5), "count"),
+    (lambda: student.readings(NOTEBOOKS[0], 0), "count"),
+    (lambda: student.readings(NOTEBOOKS[0], None), "count"),
+    (lambda: student.resolve_markdown(None, {}), "text"),
+    (lambda: student.resolve_markdown("x", None), "values"),
+    (lambda: student.resolve_markdown("x", ["x"]), "values"),
+    (lambda: student.glue_values(None), "nb"),
+    (lambda: student.outline(str(NOTEBOOKS[0])), "notebooks"),
+    (lambda: student.outline(None), "notebooks"),
+    (lambda: student.outline([5]), "notebooks"),
+    (lambda: student.write_readers("/tmp", None), "notebooks"),
+    (lambda: student.write(None, []), "out_dir"),
+    (lambda: student.write_readers("/proc/nope", []), "out_dir"),
+])
+def test_bad_arguments_are_refused_naming_them(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_main_answers_arguments_that_are_not_strings_with_2():
+    assert student.main([None, None]) == 2
+    assert student.main(None) == 2
