@@ -419,7 +419,42 @@ def _calibration(calibration):
     if not isinstance(calibration, calib.Calibration):
         raise ValueError(f"calibration must be a gpumodel.calibration.Calibration or None "
                          f"(got {calibration!r:.60})")
+    _check_calibration(calibration)
     return calibration
+
+
+#: The largest share of a peak a calibration may claim (measured shares reach about 0.96).
+MAX_SHARE = 1.5
+
+
+def _check_calibration(cal) -> None:
+    """Refuse a Calibration whose constants the model cannot trust, naming ``calibration``:
+    every constant of :data:`DEFAULT_CONSTANTS` present, finite and > 0; every share (global or
+    per die) in (0, MAX_SHARE]; at least one measured latency, each finite and > 0 seconds."""
+    def number(label, value, share=False):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"calibration: {label} must be a number (got {_checks._brief(value)})")
+        high = MAX_SHARE if share else np.inf
+        if not (np.isfinite(value) and 0 < value <= high):
+            what = f"in (0, {MAX_SHARE:g}]" if share else "finite and > 0"
+            raise ValueError(f"calibration: {label} must be {what} (got {_checks._brief(value)})")
+
+    for field_name in ("constants", "gemm_shares", "stream_shares", "latencies"):
+        if not isinstance(getattr(cal, field_name), dict):
+            raise ValueError(f"calibration: {field_name} must be a dict "
+                             f"(got {_checks._brief(getattr(cal, field_name))})")
+    missing = [k for k in DEFAULT_CONSTANTS if k not in cal.constants]
+    if missing:
+        raise ValueError(f"calibration: constants lacks {', '.join(missing)}")
+    for key in DEFAULT_CONSTANTS:
+        number(f"constants[{key!r}]", cal.constants[key], key.endswith("_share"))
+    for field_name in ("gemm_shares", "stream_shares"):
+        for key, value in getattr(cal, field_name).items():
+            number(f"{field_name}[{key!r}]", value, True)
+    if not cal.latencies:
+        raise ValueError("calibration: latencies must hold at least one die's DRAM latency")
+    for key, value in cal.latencies.items():
+        number(f"latencies[{key!r}]", value)
 
 
 def achieved_rates(accelerators, math: str = "16-bit", engine: str = "eager",
@@ -1022,6 +1057,10 @@ def largest_batch(workload: str, accelerators=None, cap=None, **options) -> np.n
     cards = _cards(accelerators)
     fixed = memory_need_bytes(workload, 1, **options)
     per_item = memory_need_bytes(workload, 2, **options) - fixed
+    if not per_item > 0:  # the per-item memory vanishes next to a huge fixed one (rounding)
+        shown = ", ".join(f"{k}={_checks._brief(v)}" for k, v in options.items()) or "the defaults"
+        raise ValueError(f"largest_batch: the memory per batch item is lost in rounding next to "
+                         f"{fixed:.3g} bytes of fixed memory; {shown} too large for a card")
     fixed -= per_item
     room = np.array([_room(a) for a in cards])
     return np.clip(np.floor((room - fixed) / per_item), 0, cap).astype(int)

@@ -1027,6 +1027,12 @@ def _tau_workload(row_id: str) -> str:
     return ".".join(row_id.split(".")[:2])
 
 
+def _order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1 as ``a`` is below, equal to or above ``b``: the sign of ``a - b`` without
+    computing it (1e308 - -1e308 overflows)."""
+    return (a > b).astype(np.int8) - (a < b).astype(np.int8)
+
+
 def kendall_tau(x, y) -> float:
     """Kendall's rank correlation tau-b of two equal-length sequences (ties counted as neither).
 
@@ -1048,8 +1054,8 @@ def kendall_tau(x, y) -> float:
     for start in range(0, n - 1, rows):
         stop = min(start + rows, n - 1)
         later = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
-        dx = np.sign(x[start:stop, None] - x[None, :])[later]
-        dy = np.sign(y[start:stop, None] - y[None, :])[later]
+        dx = _order(x[start:stop, None], x[None, :])[later]
+        dy = _order(y[start:stop, None], y[None, :])[later]
         agree += int(np.sum(dx * dy))
         tied_x, tied_y = tied_x + int(np.sum(dx == 0)), tied_y + int(np.sum(dy == 0))
     n0 = n * (n - 1) // 2

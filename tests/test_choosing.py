@@ -658,3 +658,41 @@ def test_attention_ops_follow_the_measured_runs_code():
     assert byname["attention mask (forward)"] == 2.0 * scores * 2.0
     assert "attention mask (backward)" not in byname
     assert byname["context copy (backward)"] == 2.0 * 2 * 16 * 64 * 2.0
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"constants": "stream_share:-1"}, r"constants\['stream_share'\] must be in \(0, 1.5\]"),
+    ({"constants": "stream_share:x"}, r"constants\['stream_share'\] must be a number"),
+    ({"constants": "stream_share:None"}, r"constants\['stream_share'\] must be a number"),
+    ({"constants": "conv_share:2"}, r"constants\['conv_share'\] must be in"),
+    ({"constants": "llamacpp_node_seconds:inf"}, r"constants\['llamacpp_node_seconds'\] must be finite"),
+    ({"constants": {}}, "constants lacks gemm_share"),
+    ({"latencies": {}}, "latencies must hold"),
+    ({"gemm_shares": {"GA100": 0.0}}, r"gemm_shares\['GA100'\] must be in"),
+])
+def test_a_calibration_with_bad_constants_is_refused_naming_it(change, fragment):
+    base = calibration.default()
+    changes = {}
+    for field_name, value in change.items():
+        if isinstance(value, str):
+            key, text = value.split(":")
+            number = {"x": "x", "None": None}[text] if text in ("x", "None") else float(text)
+            value = dict(base.constants, **{key: number})
+        changes[field_name] = value
+    bad = dataclasses.replace(base, **changes)
+    for call in (lambda: throughput.throughput("cnn-train", ["T4"], calibration=bad),
+                 lambda: throughput.rank("cnn-train", calibration=bad),
+                 lambda: throughput.decode_throughput(["T4"], [1], calibration=bad)):
+        with pytest.raises(ValueError, match="calibration: " + fragment):
+            call()
+    assert throughput.throughput("cnn-train", ["T4"], calibration=base)[0] == pytest.approx(
+        throughput.throughput("cnn-train", ["T4"])[0])
+
+
+def test_largest_batch_refuses_a_per_item_memory_lost_in_rounding_naming_the_option():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="d_ff=1e"):
+            throughput.largest_batch("llm-decode", ["T4"], d_ff=1e300)

@@ -751,3 +751,11 @@ def test_the_random_signs_come_before_the_hadamard_so_the_seed_matters():
     h = np.abs(r) * np.sqrt(16)
     assert np.allclose(h, 1.0)
     assert len(set(np.sign(r[0]))) == 1  # D scales rows: Sylvester's first row keeps one sign
+
+
+def test_best_scale_refuses_fractional_scales_it_would_truncate():
+    from gpumodel.explorations import low_precision as lp
+
+    with pytest.raises(ValueError, match="log2_scales must be whole numbers"):
+        lp.best_scale("fp8_e4m3", [0.5, 1.9])
+    assert lp.best_scale("fp8_e4m3", [1.0, 2.0])[0] in (1, 2)

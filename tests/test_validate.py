@@ -384,3 +384,12 @@ def test_a_fifo_whose_writer_writes_nothing_is_given_up_within_the_limit(tmp_pat
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_kendall_tau_of_huge_opposite_values_warns_of_no_overflow():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert validate.kendall_tau([1e308, -1e308], [1, 2]) == -1.0
+        assert validate.kendall_tau([-1.7e308, 0, 1.7e308], [1, 2, 3]) == 1.0

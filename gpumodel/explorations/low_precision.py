@@ -183,6 +183,10 @@ def best_scale(fmt, log2_scales=np.arange(0, 41), n=GRAD_N) -> tuple[int, float]
     are usable; among those with the fewest flushed values, the smallest is returned.
     """
     sweep = scale_sweep(fmt, log2_scales, n)
+    scales = sweep["log2_scale"].to_numpy(dtype=float)
+    if np.any(scales != np.floor(scales)):
+        raise ValueError(f"log2_scales must be whole numbers: best_scale returns one as an int "
+                         f"(got {log2_scales!r:.60})")
     safe = sweep[sweep["overflow"] == 0].reset_index(drop=True)
     if safe.empty:
         raise ValueError(f"every scale of log2_scales overflows some gradient in {fmt}: add smaller ones")
