@@ -1197,6 +1197,10 @@ def _price(acc, prices: dict) -> float | None:
     return prices.get(acc.name, acc.launch_price_usd)
 
 
+#: The smallest price a card may be given (a cent); a smaller one overflows value per dollar.
+MIN_PRICE_USD = 0.01
+
+
 def _check_prices(prices) -> dict:
     """``prices`` keyed by the table's accelerator names (matched as :func:`hardware.get` does:
     case, spaces and dashes ignored); two keys naming one card are refused."""
@@ -1210,7 +1214,11 @@ def _check_prices(prices) -> dict:
         if name in out:
             raise ValueError(f"prices names {name!r} twice ({given[name]!r} and {key!r})")
         label = f"prices[{key!r}]"
-        out[name] = float(_checks.non_negative(label, _checks.scalar(label, value)))
+        price = float(_checks.non_negative(label, _checks.scalar(label, value)))
+        if 0 < price < MIN_PRICE_USD:
+            raise ValueError(f"{label} must be 0 (no price) or at least {MIN_PRICE_USD:g} US dollars "
+                             f"(got {price:g})")
+        out[name] = price
         given[name] = key
     return out
 

@@ -696,3 +696,18 @@ def test_largest_batch_refuses_a_per_item_memory_lost_in_rounding_naming_the_opt
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="d_ff=1e"):
             throughput.largest_batch("llm-decode", ["T4"], d_ff=1e300)
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: throughput.rank("cnn-train", prices=p),
+    lambda p: throughput.recommend("cnn-train", 1e4, 8, prices=p),
+    lambda p: C.value_frame(prices=p),
+])
+def test_a_price_below_a_cent_is_refused_naming_prices(call):
+    with pytest.raises(ValueError, match=r"prices\['T4'\] must be 0 \(no price\) or at least 0.01"):
+        call({"T4": 1e-320})
+
+
+def test_reference_frame_names_references():
+    with pytest.raises(ValueError, match="^references: "):
+        C.reference_frame(references=("T4",))

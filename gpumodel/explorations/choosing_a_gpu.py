@@ -378,8 +378,11 @@ def graph_node_share(row_id: str) -> float:
 def reference_frame(references=("A100 SXM4 80GB", "RTX 4090")) -> pd.DataFrame:
     """Median absolute error of the model per workload, relative to each reference card."""
     references = _checks.items("references", references, _card_name)
-    rows = {f"relative to the {ref}": {w: f"{throughput.median_error(w, 'model', ref):.0%}"
-                                      for w in throughput.WORKLOADS} for ref in references}
+    try:
+        rows = {f"relative to the {ref}": {w: f"{throughput.median_error(w, 'model', ref):.0%}"
+                                          for w in throughput.WORKLOADS} for ref in references}
+    except ValueError as err:  # median_error names its own parameter, reference
+        raise ValueError(f"references: {err}") from None
     return pd.DataFrame(rows).T
 
 
