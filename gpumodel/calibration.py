@@ -343,8 +343,10 @@ def fit(leave_out=(), rows=None) -> Calibration:
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     from . import throughput
-    leave_out = _dies(leave_out)
     data = measured.measurements() if rows is None else _check_rows("rows", rows)
+    if rows is not None and not data:
+        raise ValueError("rows must hold at least one measured row (None: the book's)")
+    leave_out = _dies(leave_out, data if rows is not None else ())
     kept = _kept(data, leave_out)
     gemm, stream = gemm_shares(kept), stream_shares(kept)
     latencies = {d: s for d, s in dram_latencies().items() if d not in leave_out}
@@ -379,13 +381,31 @@ def default(leave_out=()) -> Calibration:
     return _cached(_dies(leave_out))
 
 
-def _dies(leave_out) -> frozenset:
+def _dies(leave_out, rows=()) -> frozenset:
+    """``leave_out`` (one die name, a bare string, or a list of them) as a frozenset; a name that
+    is no die of the table, of the book's measured rows or of ``rows`` is refused."""
     if isinstance(leave_out, str):
         leave_out = (leave_out,)
     if not isinstance(leave_out, (list, tuple, set, frozenset)) or \
             not all(isinstance(d, str) for d in leave_out):
         raise ValueError(f"leave_out must be a die name or a list of them (got {leave_out!r:.60})")
+    unknown = set(leave_out) - _known_dies()
+    if unknown and rows:
+        unknown -= {d for r in rows for d in row_dies(r)}
+    if unknown:
+        raise ValueError(f"leave_out: unknown die {', '.join(sorted(map(repr, unknown)))[:200]} "
+                         f"(known: {', '.join(sorted(_known_dies()))})")
     return frozenset(leave_out)
+
+
+@functools.lru_cache(maxsize=1)
+def _known_dies() -> frozenset:
+    """Every die of the table's boards, of :data:`DIE_ALIASES` and of the book's measured rows."""
+    dies = {die(name) for name in hardware.names()} | set(DIE_ALIASES.values())
+    for row in measured.measurements() + list(measured.collectives()):
+        if isinstance(row.get("hardware"), str):
+            dies.add(die(row["hardware"]))
+    return frozenset(dies)
 
 
 def with_constants(base: Calibration | None = None, share_scale=None) -> Calibration:

@@ -536,6 +536,8 @@ def _kernel_arrays(kernels: dict):
         raise ValueError("kernels must be a dict from one of the *_kernels functions")
     _unknown_keys("kernels", kernels, KERNEL_KEYS)
     flops = _kernel_column(kernels, "flops")
+    if flops.size == 0:
+        raise ValueError("kernels must hold at least one kernel (its columns are empty)")
     nbytes, launches = (_kernel_column(kernels, key, flops.size) for key in KERNEL_COLUMNS[1:])
     kinds = kernels.get("kind", ["gemm"] * flops.size)
     if isinstance(kinds, (str, bytes)) or np.ndim(kinds) != 1 or len(kinds) != flops.size \

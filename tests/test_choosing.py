@@ -711,3 +711,30 @@ def test_a_price_below_a_cent_is_refused_naming_prices(call):
 def test_reference_frame_names_references():
     with pytest.raises(ValueError, match="^references: "):
         C.reference_frame(references=("T4",))
+
+
+@pytest.mark.parametrize("call", [
+    lambda k: throughput.device_seconds(k, throughput.achieved_rates(["T4"])),
+    lambda k: throughput.step_seconds(k, ["T4"]),
+    lambda k: throughput.kernel_times(k, ["T4"]),
+])
+def test_an_empty_kernel_table_is_refused_not_timed_as_zero(call):
+    with pytest.raises(ValueError, match="kernels must hold at least one kernel"):
+        call({"flops": [], "bytes": [], "launches": []})
+
+
+def test_memory_range_refuses_an_unknown_card_in_skip():
+    from gpumodel.explorations import validation as vx
+
+    with pytest.raises(ValueError, match="skip: 'nope' is no card"):
+        vx.memory_range("choosing_a_gpu", "decode.", "HBM", skip=("nope",))
+
+
+def test_calibration_refuses_unknown_dies_and_no_rows():
+    with pytest.raises(ValueError, match="leave_out: unknown die 'nope'"):
+        calibration.default(leave_out="nope")
+    with pytest.raises(ValueError, match="leave_out: unknown die 'nope'"):
+        calibration.default(leave_out=["GA100", "nope"])
+    assert calibration.default(leave_out="GA100").left_out == frozenset({"GA100"})  # a bare string is one die
+    with pytest.raises(ValueError, match="rows must hold at least one"):
+        calibration.fit(rows=[])

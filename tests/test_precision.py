@@ -759,3 +759,10 @@ def test_best_scale_refuses_fractional_scales_it_would_truncate():
     with pytest.raises(ValueError, match="log2_scales must be whole numbers"):
         lp.best_scale("fp8_e4m3", [0.5, 1.9])
     assert lp.best_scale("fp8_e4m3", [1.0, 2.0])[0] in (1, 2)
+
+
+def test_format_frame_refuses_an_empty_list():
+    from gpumodel.explorations import low_precision as lp
+
+    with pytest.raises(ValueError, match="names must be a non-empty list"):
+        lp.format_frame([])

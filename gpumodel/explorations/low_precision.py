@@ -33,6 +33,8 @@ def format_frame(names=precision.FORMATS) -> pd.DataFrame:
             return ""
         return f"{v:,.0f}" if float(v).is_integer() and abs(v) < 1e6 else f"{v:.4g}"
 
+    if isinstance(names, (list, tuple, np.ndarray)) and len(names) == 0:
+        raise ValueError("names must be a non-empty list of format names (got an empty one)")
     rows = precision.format_table(names)
     return pd.DataFrame({
         "format": [r["name"] for r in rows], "bits": [r["bits"] for r in rows],

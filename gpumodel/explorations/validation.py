@@ -111,7 +111,12 @@ def memory_range(chapter: str, prefix: str, kind: str, skip=()) -> tuple[float, 
 
     prefix, kind = _checks.text("prefix", prefix), _checks.choice("kind", kind, ("HBM", "GDDR"))
     skip = () if isinstance(skip, (list, tuple)) and not skip else _checks.items("skip", skip, _checks.text)
-    errors = [r["rel_error"] for r in validate.rows("book", chapter)
+    scored = validate.rows("book", chapter)
+    unknown = [s for s in skip if s not in {r["hardware"] for r in scored}]
+    if unknown:
+        raise ValueError(f"skip: {', '.join(map(repr, unknown))[:200]} is no card of the scored "
+                         f"rows of {chapter} (known: {', '.join(sorted({r['hardware'] for r in scored}))})")
+    errors = [r["rel_error"] for r in scored
               if r["id"].startswith(prefix) and memory_kind(r["hardware"]) == kind
               and r["hardware"] not in skip]
     if not errors:
