@@ -354,6 +354,15 @@ def kv_cache_bytes(context, layers=32, d_model=4096, heads=32, kv_heads=8, kv_bi
     return 2.0 * L * g * (d // a) * ctx * bits / 8.0
 
 
+def _check_heads(d_model, heads, kv_heads) -> None:
+    """The rule :func:`decode_kernels` applies: d_model a multiple of heads, heads of kv_heads."""
+    d, a = _checks.positive_int("d_model", d_model), _checks.positive_int("heads", heads)
+    g = _checks.positive_int("kv_heads", kv_heads)
+    _checks.broadcast(d_model=d, heads=a, kv_heads=g)
+    if np.any(np.mod(d, a) != 0) or np.any(np.mod(a, g) != 0):
+        raise ValueError("d_model must be a multiple of heads, and heads of kv_heads")
+
+
 @_checks.finite_result
 def weight_bytes(weight_bits=16.0, layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8,
                  vocab=128256, input_embedding: bool = True):
@@ -365,6 +374,7 @@ def weight_bytes(weight_bits=16.0, layers=32, d_model=4096, d_ff=14336, heads=32
     Explained in :doc:`/book/choosing_a_gpu` (section "Memory: what fits").
     """
     bits = _checks.in_range("weight_bits", weight_bits, 1.0, 32.0)
+    _check_heads(d_model, heads, kv_heads)
     params = workloads.transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab,
                                           input_embedding)
     return params * bits / 8.0
@@ -382,6 +392,7 @@ def prefill_flops(prompt, layers=32, d_model=4096, d_ff=14336, heads=32, kv_head
     Explained in :doc:`/book/choosing_a_gpu` (section "Today's buyer").
     """
     p = _checks.positive_int("prompt", prompt)
+    _check_heads(d_model, heads, kv_heads)
     n = workloads.transformer_params(layers, d_model, d_ff, heads, kv_heads, vocab,
                                      input_embedding=False)
     L, d = _checks.positive_int("layers", layers), _checks.positive_int("d_model", d_model)
@@ -918,6 +929,10 @@ def _cards(accelerators, name: str = "accelerators") -> list:
     return cards
 
 
+#: The largest batch the ranking and throughput functions take (as :func:`decode_throughput`).
+MAX_BATCH = 2**31
+
+
 def _batches(batch, n: int) -> list:
     if batch is None:
         return [None] * n
@@ -929,8 +944,8 @@ def _batches(batch, n: int) -> list:
         if len(values) != n:
             raise ValueError(f"batch must be one value or one per accelerator ({n}), "
                              f"got {len(values)}")
-        return [_checks.count("batch", b) for b in values]
-    return [_checks.count("batch", batch)] * n
+        return [_checks.count("batch", b, MAX_BATCH) for b in values]
+    return [_checks.count("batch", batch, MAX_BATCH)] * n
 
 
 #: The engine each workload is modelled with unless another is named: the training runs the
@@ -1004,7 +1019,7 @@ def memory_need_bytes(workload: str, batch=None, **options) -> float:
     Explained in :doc:`/book/choosing_a_gpu` (section "A ranking").
     """
     workload = _workload(workload)
-    b = DEFAULT_BATCH[workload] if batch is None else _checks.count("batch", batch)
+    b = DEFAULT_BATCH[workload] if batch is None else _checks.count("batch", batch, MAX_BATCH)
     kernels_for(workload, b, **options)
     if workload == "transformer-train":
         arch = {**BERT_LARGE_SQUAD, **{k: v for k, v in options.items() if k in _TRAIN_OPTIONS}}

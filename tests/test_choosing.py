@@ -738,3 +738,22 @@ def test_calibration_refuses_unknown_dies_and_no_rows():
     assert calibration.default(leave_out="GA100").left_out == frozenset({"GA100"})  # a bare string is one die
     with pytest.raises(ValueError, match="rows must hold at least one"):
         calibration.fit(rows=[])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: throughput.weight_bytes(heads=32, kv_heads=5),
+    lambda: throughput.weight_bytes(d_model=64, heads=128),
+    lambda: throughput.prefill_flops(1, heads=32, kv_heads=5),
+    lambda: throughput.prefill_flops(1, d_model=64, heads=128),
+])
+def test_weight_bytes_and_prefill_flops_refuse_heads_that_decode_kernels_refuses(call):
+    with pytest.raises(ValueError, match="d_model must be a multiple of heads, and heads of kv_heads"):
+        call()
+
+
+def test_a_batch_past_the_largest_is_refused_by_rank_and_the_cli():
+    with pytest.raises(ValueError, match="batch must be a whole number in"):
+        throughput.rank("cnn-train", batch=10**23)
+    done = subprocess.run([sys.executable, "-m", "gpumodel", "rank", "--workload", "cnn-train",
+                           "--batch", "99999999999999999999999"], capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and not done.stdout
