@@ -370,6 +370,7 @@ def read_bytes(path: str, limit: int, timeout: float = READ_TIMEOUT) -> bytes:
     whose writer holds it open without finishing is given up after ``timeout`` seconds."""
     import os
     import select
+    import stat
     import time
 
     try:
@@ -379,6 +380,10 @@ def read_bytes(path: str, limit: int, timeout: float = READ_TIMEOUT) -> bytes:
     deadline = time.monotonic() + timeout
     chunks, size = [], 0
     try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # a plain file: one read, no second copy
+            os.set_blocking(fd, True)
+            with open(os.dup(fd), "rb") as handle:
+                return handle.read(limit + 1)
         while size <= limit:
             try:
                 chunk = os.read(fd, min(limit + 1 - size, 2**20))
