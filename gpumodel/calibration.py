@@ -376,6 +376,9 @@ def _cached(leave_out: frozenset) -> Calibration:
 def default(leave_out=()) -> Calibration:
     """The book's calibration (every measured row), or one without the dies in ``leave_out``; cached.
 
+    ``leave_out`` is a die name (a bare string is one die, "GA100") or a list of them; a name
+    that is no die of the table or of the measured rows is refused.
+
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     return _cached(_dies(leave_out))
