@@ -380,6 +380,7 @@ def gemm_peak_fractions() -> pd.DataFrame:
              ("mamf.h100_sxm.fp8", "H100 SXM5", "fp8"),
              ("mamf.gh200.bf16", "GH200", "bf16"),
              ("mamf.gh200.fp8", "GH200", "fp8"),
+             ("mamf.b200.bf16", "B200", "bf16"),
              ("mamf.mi300x.bf16", "MI300X", "bf16"))
     details = {r["id"]: r["detail"] for r in measured.measurements()}
     rows = []
