@@ -1246,27 +1246,35 @@ BAND_ROWS = {"transformer-train": "lambda.bert_large.", "cnn-train": "lambda.res
 
 
 @functools.lru_cache(maxsize=None)
-def _relative_left_out(workload: str) -> tuple[float, ...]:
+def _relative_left_out(workload: str) -> tuple[tuple[str, float], ...]:
     """Left-out errors of relative throughput, (1 + e_card) / (1 + e_reference) - 1, within
     each measured workload against its validation reference, each e predicted with its own
-    chip left out of the fit (cached: the fits are pure functions of the shipped data)."""
+    chip left out of the fit, as (row id, error) (cached: the fits are pure functions of the
+    shipped data)."""
     from . import validate
     reference = VALIDATION[workload][1]
     groups: dict = {}
     for r in validate.cross_validate("choosing_a_gpu"):
         if r["id"].startswith(BAND_ROWS[workload]):
-            groups.setdefault(r["id"].rsplit(".", 1)[0], {})[r["hardware"]] = r["rel_error"]
-    return tuple((1 + e) / (1 + errors[reference]) - 1 for errors in groups.values()
-                 if reference in errors for name, e in errors.items() if name != reference)
+            groups.setdefault(r["id"].rsplit(".", 1)[0], {})[r["hardware"]] = r
+    return tuple((row["id"], (1 + row["rel_error"]) / (1 + rows[reference]["rel_error"]) - 1)
+                 for rows in groups.values() if reference in rows
+                 for name, row in rows.items() if name != reference)
 
 
-def band_errors(workload: str | None = None) -> list[float]:
-    """The left-out errors of relative throughput behind :func:`band` (None: every workload's).
+def band_errors(workload: str | None = None, prefix: str = "") -> list[float]:
+    """The left-out errors of relative throughput behind :func:`band` (None: every workload's),
+    of the rows whose id starts with ``prefix`` (such as "decode.llama3_8b_f16.").
 
     Explained in :doc:`/book/choosing_a_gpu` (section "Measured reality").
     """
     names = WORKLOADS if workload is None else (_workload(workload),)
-    return [e for w in names for e in _relative_left_out(w)]
+    prefix = _checks.text("prefix", prefix)
+    errors = [e for w in names for row, e in _relative_left_out(w) if row.startswith(prefix)]
+    if not errors:
+        raise ValueError(f"prefix {prefix!r:.60} matches no measured row of "
+                         f"{workload or 'any workload'}")
+    return errors
 
 
 def band(workload: str | None = None) -> tuple[float, float]:

@@ -757,3 +757,15 @@ def test_a_batch_past_the_largest_is_refused_by_rank_and_the_cli():
     done = subprocess.run([sys.executable, "-m", "gpumodel", "rank", "--workload", "cnn-train",
                            "--batch", "99999999999999999999999"], capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and not done.stdout
+
+
+def test_band_errors_of_the_rows_a_prefix_names():
+    f16 = throughput.band_errors("llm-decode", "decode.llama3_8b_f16.")
+    every = throughput.band_errors("llm-decode")
+    assert len(f16) == 6 and len(every) == 18
+    assert set(f16) <= set(every)
+    assert all(e < 0 for e in f16)
+    with pytest.raises(ValueError, match="prefix"):
+        throughput.band_errors("llm-decode", "lambda.")
+    with pytest.raises(ValueError, match="prefix"):
+        throughput.band_errors("llm-decode", 3)

@@ -380,7 +380,7 @@ REGISTRY: dict[str, dict | Entry] = {
     "throughput.decode_row_kernels": dict(row={"id": "decode.llama3_8b_q4.x", "detail":
                                                "params=8030000000; file_bytes=4917737554; context=256"}),
     "throughput.band": dict(workload="cnn-train"),
-    "throughput.band_errors": dict(workload="cnn-train"),
+    "throughput.band_errors": dict(workload="llm-decode", prefix="decode.llama3_8b_q4."),
     "throughput.band_bounds": dict(relative=1.5, workload="cnn-train"),
     "throughput.flops_by_kind": dict(kernels=throughput.llm_train_kernels(1, seq=64, layers=1,
                                                                          d_model=64, d_ff=128,

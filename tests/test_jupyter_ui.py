@@ -25,10 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -86,12 +82,6 @@ def saved_charts(path: Path) -> int:
     return sum(MIMETYPE in out.get("data", {}) for cell in nb["cells"] for out in cell.get("outputs", []))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A JupyterLab server (it also serves Notebook 7) on copies of the chapters; its base URL."""
@@ -109,38 +99,15 @@ def server(tmp_path_factory):
     student.write_readers(root, [ROOT / "book" / name for name in NOTEBOOKS])
     nb = json.loads((ROOT / "book" / NOTEBOOKS[0]).read_text())
     (root / EMPTY).write_text(json.dumps({**nb, "cells": []}))
-    env = {k: v for k, v in os.environ.items() if k != "GPUMODEL_BOOK"}
-    env.update(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    port = _free_port()
-    log = open(tmp / "server.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    lab_redraw = _lab_redraw()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status", timeout=2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start:\n{(tmp / 'server.log').read_text()[-3000:]}")
-                time.sleep(0.3)
+        process, log, url = lab_redraw._server(root, tmp)
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    try:
         yield url
     finally:
-        process.send_signal(signal.SIGTERM)  # the server shuts its kernels down
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
-        log.close()
+        lab_redraw._stop(process, log)  # SIGTERM: the server shuts its kernels down
 
 
 @pytest.fixture(scope="module")
